@@ -1,0 +1,80 @@
+"""What every provider adapter offers the server. Adapters are pure: bytes in, bytes out."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import attrs
+
+from mockllm.runtime.plan import Plan
+from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
+
+
+class ProviderError(Exception):
+    """A request the real API would reject. The server renders it with ``adapter.render_error``."""
+
+    def __init__(self, status: int, message: str, code: str | None = None, param: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+
+
+@attrs.frozen
+class Frame:
+    """One streamed event (SSE event or NDJSON line), exact bytes. ``content`` frames carry a piece of
+    text, thinking or tool arguments: they are what `N chunks` counts and what spacing separates."""
+
+    data: bytes
+    content: bool = False
+
+
+@attrs.frozen
+class Rendered:
+    status: int
+    media_type: str
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""  # the whole body when not streamed
+    frames: tuple[Frame, ...] | None = None  # set when streamed
+
+    @property
+    def streamed(self) -> bool:
+        return self.frames is not None
+
+
+@attrs.frozen
+class RenderContext:
+    """Per-response values the adapter must not invent itself (so output is deterministic)."""
+
+    response_id: str  # unique per response, e.g. "a1b2c3d4e5f6"; adapters add their own prefix
+    created: int  # unix seconds, from the server's clock
+    request_id: str  # for x-request-id / request-id headers
+
+
+class Adapter(Protocol):
+    provider: Provider
+
+    def check_auth(self, http: HttpRequest) -> str | None:
+        """None when the credentials the real API requires are present, else the error message."""
+        ...
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        """Parse and validate the body (raises :class:`ProviderError` for anything the API rejects)."""
+        ...
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        """Raise :class:`ProviderError` (400) when tool results/calls or roles break the API's rules."""
+        ...
+
+    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        """A normal reply, streamed when ``chat.stream``. Not called for error/raw/hang plans."""
+        ...
+
+    def render_error(self, status: int, message: str, ctx: RenderContext, code: str | None = None) -> Rendered:
+        """The provider's own error body and type for ``status``."""
+        ...
+
+    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+        """The in-band error event sent mid-stream (`stream error "…" after N chunks`)."""
+        ...

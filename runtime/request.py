@@ -1,0 +1,107 @@
+"""The provider-neutral request every adapter parses into, and every condition reads from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+Provider = Literal["openai", "anthropic", "gemini", "ollama", "responses"]
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@attrs.frozen
+class HttpRequest:
+    """What the server hands an adapter: the HTTP request, already read, nothing parsed."""
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str]  # names lower-cased
+    body: bytes
+    path_params: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ToolCall:
+    """A tool call the assistant made earlier in the history."""
+
+    id: str | None
+    name: str
+    arguments: Any  # parsed JSON when it parses, else the raw string
+
+
+@attrs.frozen
+class ToolResult:
+    """A result returned for a tool call. ``name`` is resolved from the call when the wire lacks it."""
+
+    call_id: str | None
+    name: str | None
+    content: str
+    is_error: bool = False
+
+
+@attrs.frozen
+class Message:
+    """One normalised message. Tool results are messages of role ``tool`` (one per result), so a
+    provider turn mixing tool results and text becomes several messages, results first."""
+
+    role: Role
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_result: ToolResult | None = None
+    index: int = 0  # position of the originating message/turn in the wire request
+
+
+@attrs.frozen
+class Tool:
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = attrs.field(factory=dict)  # JSON Schema, lower-case types
+
+
+@attrs.frozen
+class ChatRequest:
+    provider: Provider
+    endpoint: str  # the request path
+    model: str
+    stream: bool
+    messages: tuple[Message, ...]
+    system: str = ""  # system/developer instructions, joined with "\n"
+    tools: tuple[Tool, ...] = ()
+    headers: Mapping[str, str] = attrs.field(factory=dict)  # names lower-cased
+    body: Any = None  # the raw JSON body, for `field "a.b"` conditions
+    include_usage: bool = False  # OpenAI stream_options.include_usage
+    previous_response_id: str | None = None  # Responses API
+
+    # ---- derived views used by conditions, the engine and the echo responder ----
+
+    def last_user_message(self) -> str | None:
+        for m in reversed(self.messages):
+            if m.role == "user":
+                return m.text
+        return None
+
+    def last_message(self) -> str | None:
+        if not self.messages:
+            return None
+        m = self.messages[-1]
+        if m.role == "tool" and m.tool_result is not None:
+            return m.tool_result.content
+        return m.text
+
+    def turn(self) -> int:
+        return sum(1 for m in self.messages if m.role == "user")
+
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tools)
+
+    def latest_tool_result(self, name: str) -> ToolResult | None:
+        for m in reversed(self.messages):
+            if m.tool_result is not None and m.tool_result.name == name:
+                return m.tool_result
+        return None
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
