@@ -55,8 +55,9 @@ class RenderContext:
 class Adapter(Protocol):
     provider: Provider
 
-    def check_auth(self, http: HttpRequest) -> str | None:
-        """None when the credentials the real API requires are present, else the error message."""
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        """None when the credentials the real API requires are present, else the error to answer
+        (status and message as the real API gives them: OpenAI 401, Anthropic 401, Gemini 403...)."""
         ...
 
     def parse(self, http: HttpRequest) -> ChatRequest:
@@ -71,7 +72,9 @@ class Adapter(Protocol):
         """A normal reply, streamed when ``chat.stream``. Not called for error/raw/hang plans."""
         ...
 
-    def render_error(self, status: int, message: str, ctx: RenderContext, code: str | None = None) -> Rendered:
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None
+    ) -> Rendered:
         """The provider's own error body and type for ``status``."""
         ...
 

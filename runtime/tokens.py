@@ -1,0 +1,7 @@
+"""Token estimates: about one token per four characters, at least 1 (server spec §6)."""
+
+from __future__ import annotations
+
+
+def estimate(text: str) -> int:
+    return max(1, len(text) // 4)
