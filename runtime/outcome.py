@@ -59,3 +59,4 @@ class Outcome:
     fallback: bool = False
     no_match: NoMatchReport | None = None
     expectation_failed: str | None = None  # set (and plan is a 400 error plan) when an `expect:` failed
+    response_id: str = ""  # unique per engine, deterministic; adapters add their prefix ("chatcmpl-", "resp_" …)

@@ -73,9 +73,14 @@ class Adapter(Protocol):
         ...
 
     def render_error(
-        self, status: int, message: str, ctx: RenderContext, code: str | None = None
+        self,
+        status: int,
+        message: str,
+        ctx: RenderContext,
+        code: str | None = None,
+        param: str | None = None,
     ) -> Rendered:
-        """The provider's own error body and type for ``status``."""
+        """The provider's own error body and type for ``status`` (``param`` where the shape has one)."""
         ...
 
     def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:

@@ -1,0 +1,253 @@
+"""Turning a step's reply block into the plan for one request.
+
+Templates are rendered, several ``text`` lines joined with a newline, text, thinking and tool
+arguments split for streaming by the stream policy (the pieces always join exactly to the whole),
+usage given or estimated, tool calls keyed deterministically within the conversation."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from mockllm.dsl import nodes
+from mockllm.dsl.templates import parse, render_json
+from mockllm.runtime.plan import FinishReason, Plan, PlannedToolCall
+from mockllm.runtime.request import ChatRequest
+from mockllm.runtime.tokens import estimate
+
+_WORD = re.compile(r"\s*\S+")
+
+# ---------------------------------------------------------------------------------------------------------
+# Splitting
+
+
+def split_words(text: str) -> tuple[str, ...]:
+    """Word pieces, each keeping the whitespace before it ("Hello world" → "Hello", " world"); trailing
+    whitespace stays with the last piece."""
+    if not text:
+        return ()
+    pieces = _WORD.findall(text)
+    if not pieces:
+        return (text,)
+    rest = len(text) - sum(len(p) for p in pieces)
+    if rest:
+        pieces[-1] += text[len(text) - rest :]
+    return tuple(pieces)
+
+
+def split_count(text: str, n: int) -> tuple[str, ...]:
+    """``n`` near-equal pieces (fewer when the text is shorter than ``n`` characters)."""
+    if not text:
+        return ()
+    n = max(1, min(n, len(text)))
+    size, extra = divmod(len(text), n)
+    out: list[str] = []
+    start = 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(text[start:end])
+        start = end
+    return tuple(out)
+
+
+def split_chars(text: str, n: int) -> tuple[str, ...]:
+    """Pieces of ``n`` characters (the last may be shorter)."""
+    if not text:
+        return ()
+    n = max(1, n)
+    return tuple(text[i : i + n] for i in range(0, len(text), n))
+
+
+def split_json_keys(text: str) -> tuple[str, ...]:
+    """Compact JSON split before each ``"`` that opens an object key (how argument fragments look when
+    a model streams them field by field)."""
+    if not text:
+        return ()
+    cuts: list[int] = []
+    stack: list[str] = []
+    in_string = False
+    escaped = False
+    prev = ""  # the last significant character outside strings
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                prev = '"'
+            continue
+        if ch == '"':
+            if stack and stack[-1] == "{" and prev in ("{", ",") and i > 0:
+                cuts.append(i)
+            in_string = True
+            continue
+        if ch in "{[":
+            stack.append(ch)
+        elif ch in "}]" and stack:
+            stack.pop()
+        if not ch.isspace():
+            prev = ch
+    bounds = [0, *cuts, len(text)]
+    return tuple(text[a:b] for a, b in itertools.pairwise(bounds) if b > a)
+
+
+def split_text(text: str, stream: nodes.Stream | None) -> tuple[str, ...]:
+    if stream is None or stream.mode == "word":
+        return split_words(text)
+    if stream.mode == "chunks":
+        return split_count(text, stream.count or 1)
+    return split_chars(text, stream.count or 1)
+
+
+def split_arguments(arguments_json: str, stream: nodes.Stream | None) -> tuple[str, ...]:
+    if stream is None or stream.mode == "word":
+        return split_json_keys(arguments_json)
+    return split_text(arguments_json, stream)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Planning
+
+
+def arguments_text(arguments: Any) -> str:
+    return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+
+
+def input_text(chat: ChatRequest) -> str:
+    """Everything the prompt-token estimate counts: the system prompt and all message text."""
+    parts = [chat.system]
+    for m in chat.messages:
+        parts.append(m.text)
+        if m.tool_result is not None:
+            parts.append(m.tool_result.content)
+    return "".join(parts)
+
+
+def _render(text: str, env: Mapping[str, str]) -> str:
+    return parse(text).render(env) if "{{" in text else text
+
+
+def retry_headers(seconds: float) -> tuple[tuple[str, str], ...]:
+    whole = max(0, math.ceil(seconds))
+    ms = max(0, math.ceil(seconds * 1000))
+    return (("retry-after", str(whole)), ("retry-after-ms", str(ms)))
+
+
+def _tool_call(
+    name: str, arguments: Any, key: str, explicit_id: str | None, stream: nodes.Stream | None
+) -> PlannedToolCall:
+    text = arguments_text(arguments)
+    return PlannedToolCall(
+        name=name,
+        arguments=arguments,
+        arguments_json=text,
+        argument_chunks=split_arguments(text, stream),
+        key=key,
+        explicit_id=explicit_id,
+    )
+
+
+def plan_reply(block: nodes.ReplyBlock, chat: ChatRequest, env: Mapping[str, str], *, call_offset: int) -> Plan:
+    """The plan for answering ``chat`` with ``block``. ``call_offset`` is the number of tool calls already
+    in the conversation's history: this reply's calls are keyed ``mock_{call_offset + 1}``, ``…+2`` …"""
+    texts: list[str] = []
+    chunks: tuple[str, ...] | None = None
+    thinking: list[str] = []
+    refusal: list[str] = []
+    calls: list[PlannedToolCall] = []
+    pending_calls: list[tuple[str, Any, str, str | None]] = []  # name, arguments, key prefix, explicit id
+    finish: FinishReason | None = None
+    usage: nodes.Usage | None = None
+    stream: nodes.Stream | None = None
+    fields: dict[str, Any] = {}
+    headers: list[tuple[str, str]] = []
+
+    for el in block.elements:
+        if isinstance(el, nodes.Text):
+            texts.append(_render(el.text, env))
+        elif isinstance(el, nodes.Chunks):
+            chunks = tuple(_render(c, env) for c in el.chunks)
+        elif isinstance(el, nodes.ToolCall):
+            pending_calls.append((el.name, render_json(el.arguments, env), "mock_", el.id))
+        elif isinstance(el, nodes.Thinking):
+            thinking.append(_render(el.text, env))
+        elif isinstance(el, nodes.Refusal):
+            refusal.append(_render(el.text, env))
+        elif isinstance(el, nodes.Finish):
+            finish = el.reason
+        elif isinstance(el, nodes.Usage):
+            usage = el
+        elif isinstance(el, nodes.Stream):
+            stream = el
+        elif isinstance(el, nodes.Latency):
+            fields["latency_s"] = el.duration.seconds
+        elif isinstance(el, nodes.Error):
+            fields["error_status"] = el.status
+            fields["error_message"] = _render(el.message, env)
+        elif isinstance(el, nodes.RetryAfter):
+            fields["retry_after_s"] = el.duration.seconds
+            headers.extend(retry_headers(el.duration.seconds))
+        elif isinstance(el, nodes.Header):
+            headers.append((el.name, _render(el.value, env)))
+        elif isinstance(el, nodes.EchoHeader):
+            value = chat.header(el.name)
+            if value is not None:
+                headers.append((el.name, value))
+        elif isinstance(el, nodes.Status):
+            fields["raw_status"] = el.status
+        elif isinstance(el, nodes.Body):
+            fields["raw_body"] = render_json(el.body, env)
+            fields["has_raw_body"] = True
+        elif isinstance(el, nodes.Disconnect):
+            fields["disconnect_after"] = el.after_chunks
+        elif isinstance(el, nodes.StreamError):
+            fields["stream_error"] = _render(el.message, env)
+            fields["stream_error_after"] = el.after_chunks
+        elif isinstance(el, nodes.Hang):
+            fields["hang"] = True
+        elif isinstance(el, nodes.Echo):
+            from mockllm.runtime.echo import echo_answer
+
+            answer = echo_answer(chat)
+            texts.append(answer.text)
+            for name, arguments in answer.tool_calls:
+                pending_calls.append((name, arguments, "echo_", None))
+
+    for n, (name, arguments, prefix, explicit_id) in enumerate(pending_calls, start=call_offset + 1):
+        calls.append(_tool_call(name, arguments, f"{prefix}{n}", explicit_id, stream))
+
+    text = "".join(chunks) if chunks is not None else "\n".join(texts)
+    text_chunks = chunks if chunks is not None else split_text(text, stream)
+    thinking_text = "\n".join(thinking) if thinking else None
+    refusal_text = "\n".join(refusal) if refusal else None
+
+    if usage is not None:
+        input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+    else:
+        input_tokens = estimate(input_text(chat))
+        out = [text, thinking_text or "", refusal_text or "", *(c.arguments_json for c in calls)]
+        output_tokens = estimate("".join(out))
+
+    if stream is not None and stream.apart is not None:
+        fields["chunk_interval_s"] = stream.apart.seconds
+
+    return Plan(
+        model=chat.model,
+        text=text,
+        text_chunks=text_chunks,
+        thinking=thinking_text,
+        thinking_chunks=split_text(thinking_text, stream) if thinking_text else (),
+        refusal=refusal_text,
+        tool_calls=tuple(calls),
+        finish=finish if finish is not None else ("tool_calls" if calls else "stop"),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        headers=tuple(headers),
+        **fields,
+    )

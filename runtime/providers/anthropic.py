@@ -1,0 +1,428 @@
+"""Anthropic Messages (`POST /v1/messages`, `POST /v1/messages/count_tokens`, `GET /v1/models`):
+request parsing, history rules and response rendering, byte for byte as protocols.md §3 describes."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from mockllm.runtime import tokens
+from mockllm.runtime.plan import Plan
+from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.common import (
+    FieldPath,
+    as_bool,
+    as_object,
+    bearer_token,
+    error_type_for,
+    invalid_value,
+    json_response,
+    json_text,
+    load_json_object,
+    lower_headers,
+    one_of,
+    optional_bool,
+    optional_list,
+    optional_str,
+    pieces,
+    require,
+    require_int,
+    require_list,
+    require_object,
+    require_str,
+    sse_frame,
+    stream_response,
+    wrong_type,
+)
+from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
+
+ROLES = ("user", "assistant", "system")
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    409: "conflict_error",
+    413: "request_too_large",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
+
+CONTENT_SHAPE = "a string or an array of content blocks"
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _text_blocks(value: Any, path: FieldPath) -> str:
+    """``system``, a system message or a ``tool_result``'s content: a string, or text blocks joined
+    with "\\n" (image and document blocks carry no text)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise wrong_type(path, CONTENT_SHAPE, value)
+    texts: list[str] = []
+    for i, raw in enumerate(value):
+        block = as_object(raw, path.at(i))
+        if require_str(block, "type", path.at(i)) == "text":
+            texts.append(require_str(block, "text", path.at(i)))
+    return "\n".join(texts)
+
+
+@attrs.frozen
+class _Turn:
+    """One wire message, read: its text, its tool calls (assistant) or tool results (user)."""
+
+    text: str
+    has_text: bool
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[ToolResult, ...] = ()
+
+
+def _turn(role: str, content: Any, path: FieldPath, call_names: dict[str, str]) -> _Turn:
+    if isinstance(content, str):
+        return _Turn(content, True)
+    if not isinstance(content, list):
+        raise wrong_type(path, CONTENT_SHAPE, content)
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[ToolResult] = []
+    other = False
+    for i, raw in enumerate(content):
+        at = path.at(i)
+        block = as_object(raw, at)
+        kind = require_str(block, "type", at)
+        if kind == "text":
+            texts.append(require_str(block, "text", at))
+        elif kind == "tool_use":
+            if role != "assistant":
+                raise invalid_value(at.key("type"), "`tool_use` blocks are only allowed in assistant messages")
+            call_id = require_str(block, "id", at)
+            name = require_str(block, "name", at)
+            calls.append(ToolCall(call_id, name, require_object(block, "input", at)))
+            call_names[call_id] = name
+        elif kind == "tool_result":
+            if role != "user":
+                raise invalid_value(at.key("type"), "`tool_result` blocks are only allowed in user messages")
+            use_id = require_str(block, "tool_use_id", at)
+            raw_content = block.get("content")
+            text = "" if raw_content is None else _text_blocks(raw_content, at.key("content"))
+            is_error = bool(optional_bool(block, "is_error", at))
+            results.append(ToolResult(use_id, call_names.get(use_id), text, is_error))
+        else:  # image, document, thinking, redacted_thinking, server tool blocks...: no text
+            other = True
+    return _Turn("\n".join(texts), bool(texts) or other or not results, tuple(calls), tuple(results))
+
+
+def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
+    tools: list[Tool] = []
+    for i, raw in enumerate(value):
+        at = path.at(i)
+        tool = as_object(raw, at)
+        name = require_str(tool, "name", at)
+        description = optional_str(tool, "description", at) or ""
+        kind = optional_str(tool, "type", at)
+        if kind is None or kind == "custom":
+            schema = require_object(tool, "input_schema", at)
+        else:  # a server tool (web_search_20250305, bash_..., text_editor_...): no schema
+            schema = {}
+        tools.append(Tool(name, description, schema))
+    return tuple(tools)
+
+
+def _parse(http: HttpRequest, *, need_max_tokens: bool) -> ChatRequest:
+    body = load_json_object(http.body)
+    root = FieldPath(dotted=True)
+    model = require_str(body, "model", root)
+    if need_max_tokens:
+        require_int(body, "max_tokens", root, minimum=1)
+    raw_messages = require_list(body, "messages", root)
+    if not raw_messages:
+        raise invalid_value(root.key("messages"), "at least one message is required")
+    system: list[str] = []
+    if body.get("system") is not None:
+        system.append(_text_blocks(body["system"], root.key("system")))
+    messages: list[Message] = []
+    call_names: dict[str, str] = {}
+    for i, raw in enumerate(raw_messages):
+        at = root.key("messages").at(i)
+        obj = as_object(raw, at)
+        role = one_of(require(obj, "role", at), ROLES, at.key("role"))
+        content = require(obj, "content", at)
+        if role == "system":
+            text = _text_blocks(content, at.key("content"))
+            system.append(text)
+            messages.append(Message("system", text, index=i))
+            continue
+        turn = _turn(role, content, at.key("content"), call_names)
+        if role == "assistant":
+            messages.append(Message("assistant", turn.text, tool_calls=turn.calls, index=i))
+            continue
+        messages += [Message("tool", r.content, tool_result=r, index=i) for r in turn.results]
+        if turn.has_text:
+            messages.append(Message("user", turn.text, index=i))
+    raw_tools = optional_list(body, "tools", root)
+    stream = body.get("stream")
+    return ChatRequest(
+        provider="anthropic",
+        endpoint=http.path,
+        model=model,
+        stream=as_bool(stream, root.key("stream")) if stream is not None else False,
+        messages=tuple(messages),
+        system="\n".join(system),
+        tools=_tools(raw_tools, root.key("tools")) if raw_tools else (),
+        headers=lower_headers(http.headers),
+        body=body,
+    )
+
+
+def _block_index(chat: ChatRequest, message_index: int, use_id: str | None, fallback: int) -> int:
+    """Where the ``tool_result`` answering ``use_id`` sits in that message's content, from the raw body."""
+    body = chat.body
+    try:
+        content = body["messages"][message_index]["content"]
+        for i, block in enumerate(content):
+            if block.get("type") == "tool_result" and block.get("tool_use_id") == use_id:
+                return i
+    except (KeyError, IndexError, TypeError, AttributeError):
+        pass
+    return fallback
+
+
+# ---------------------------------------------------------------- rendering helpers
+
+
+def signature(thinking: str) -> str:
+    """A deterministic, opaque-looking signature for a thinking block."""
+    digest = hashlib.sha256(f"mockllm-thinking:{thinking}".encode()).digest()
+    return base64.b64encode(digest + hashlib.sha256(digest).digest()).decode("ascii")
+
+
+def _stop_reason(plan: Plan) -> str:
+    return "refusal" if plan.refusal is not None else STOP_REASONS.get(plan.finish, "end_turn")
+
+
+def _visible_text(plan: Plan) -> tuple[str, tuple[str, ...]]:
+    """The text block's text and pieces: the text, else the refusal wording."""
+    if plan.text or plan.refusal is None:
+        return plan.text, pieces(plan.text_chunks, plan.text)
+    return plan.refusal, (plan.refusal,)
+
+
+def _wants_text_block(plan: Plan, text: str) -> bool:
+    return bool(text) or not plan.tool_calls
+
+
+def _usage(plan: Plan) -> dict[str, Any]:
+    return {
+        "input_tokens": plan.input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": plan.output_tokens,
+        "service_tier": "standard",
+    }
+
+
+def _headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
+    return (("request-id", ctx.request_id),)
+
+
+def _event(data: dict[str, Any], content: bool = False) -> Frame:
+    return sse_frame(data, event=str(data["type"]), content=content)
+
+
+class AnthropicAdapter:
+    provider: Provider = "anthropic"
+
+    # -------------------------------------------------------------- requests
+
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        headers = lower_headers(http.headers)
+        if not headers.get("x-api-key", "").strip() and bearer_token(headers) is None:
+            return ProviderError(401, "x-api-key header is required")
+        if not headers.get("anthropic-version", "").strip():
+            return ProviderError(400, "anthropic-version: header is required")
+        return None
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        return _parse(http, need_max_tokens=True)
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        turns: list[tuple[int, str, list[Message]]] = []  # (wire index, user|assistant, messages)
+        for m in chat.messages:
+            if m.role == "system":
+                continue
+            role = "assistant" if m.role == "assistant" else "user"
+            if turns and turns[-1][0] == m.index:
+                turns[-1][2].append(m)
+            else:
+                turns.append((m.index, role, [m]))
+        if turns and turns[0][1] != "user":
+            raise ProviderError(400, f'messages.{turns[0][0]}: first message must use the "user" role')
+        previous_calls: tuple[str, ...] = ()
+        previous_index = -1
+        for index, role, msgs in turns:
+            results = [m.tool_result for m in msgs if m.tool_result is not None]
+            answered = {r.call_id for r in results}
+            if previous_calls:
+                missing = [c for c in previous_calls if role != "user" or c not in answered]
+                if missing:
+                    raise ProviderError(
+                        400,
+                        f"messages.{previous_index}: `tool_use` ids were found without `tool_result` blocks "
+                        f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+                        "corresponding `tool_result` block in the next message.",
+                    )
+            for n, result in enumerate(results):
+                if result.call_id not in previous_calls:
+                    block = _block_index(chat, index, result.call_id, n)
+                    raise ProviderError(
+                        400,
+                        f"messages.{index}.content.{block}: unexpected `tool_use_id` found in `tool_result` "
+                        f"blocks: {result.call_id}. Each `tool_result` block must have a corresponding "
+                        "`tool_use` block in the previous message.",
+                    )
+            previous_index = index
+            previous_calls = tuple(c.id for m in msgs for c in m.tool_calls if c.id is not None)
+
+    # -------------------------------------------------------------- responses
+
+    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        if chat.stream:
+            return stream_response(self._frames(plan, ctx), headers=_headers(ctx))
+        content: list[dict[str, Any]] = []
+        if plan.thinking is not None:
+            content.append({"type": "thinking", "thinking": plan.thinking, "signature": signature(plan.thinking)})
+        text, _ = _visible_text(plan)
+        if _wants_text_block(plan, text):
+            content.append({"type": "text", "text": text})
+        for call in plan.tool_calls:
+            content.append(
+                {"type": "tool_use", "id": call.id_for("toolu_"), "name": call.name, "input": call.arguments}
+            )
+        payload = {
+            "id": f"msg_{ctx.response_id}",
+            "type": "message",
+            "role": "assistant",
+            "model": plan.model,
+            "content": content,
+            "stop_reason": _stop_reason(plan),
+            "stop_sequence": None,
+            "usage": _usage(plan),
+        }
+        return json_response(payload, headers=_headers(ctx))
+
+    def _frames(self, plan: Plan, ctx: RenderContext) -> list[Frame]:
+        start_usage = _usage(plan) | {"output_tokens": 1}
+        message: dict[str, Any] = {
+            "id": f"msg_{ctx.response_id}",
+            "type": "message",
+            "role": "assistant",
+            "model": plan.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": start_usage,
+        }
+        frames = [_event({"type": "message_start", "message": message}), _event({"type": "ping"})]
+        index = 0
+
+        def block(start: dict[str, Any], deltas: list[dict[str, Any]], content_flags: list[bool]) -> None:
+            nonlocal index
+            frames.append(_event({"type": "content_block_start", "index": index, "content_block": start}))
+            for delta, flag in zip(deltas, content_flags, strict=True):
+                frames.append(_event({"type": "content_block_delta", "index": index, "delta": delta}, content=flag))
+            frames.append(_event({"type": "content_block_stop", "index": index}))
+            index += 1
+
+        if plan.thinking is not None:
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(plan.thinking_chunks, plan.thinking)]
+            deltas.append({"type": "signature_delta", "signature": signature(plan.thinking)})
+            block({"type": "thinking", "thinking": "", "signature": ""}, deltas, [True] * (len(deltas) - 1) + [False])
+        text, text_pieces = _visible_text(plan)
+        if _wants_text_block(plan, text):
+            deltas = [{"type": "text_delta", "text": p} for p in text_pieces]
+            block({"type": "text", "text": ""}, deltas, [True] * len(deltas))
+        for call in plan.tool_calls:
+            start = {"type": "tool_use", "id": call.id_for("toolu_"), "name": call.name, "input": {}}
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p}
+                for p in pieces(call.argument_chunks, call.arguments_json)
+            ]
+            block(start, deltas, [True] * len(deltas))
+        frames.append(
+            _event(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": _stop_reason(plan), "stop_sequence": None},
+                    "usage": {"output_tokens": plan.output_tokens},
+                }
+            )
+        )
+        frames.append(_event({"type": "message_stop"}))
+        return frames
+
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
+    ) -> Rendered:
+        """``{"type":"error","error":{type,message},"request_id"}`` (``code``/``param`` unused)."""
+        error = {"type": error_type_for(status, ERROR_TYPES, "invalid_request_error", "api_error"), "message": message}
+        payload = {"type": "error", "error": error, "request_id": ctx.request_id}
+        return json_response(payload, status=status, headers=_headers(ctx))
+
+    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+        return sse_frame({"type": "error", "error": {"type": "api_error", "message": message}}, event="error").data
+
+
+# ---------------------------------------------------------------- other endpoints
+
+
+def _input_text(chat: ChatRequest) -> str:
+    parts = [chat.system]
+    for m in chat.messages:
+        if m.role == "system":
+            continue
+        parts.append(m.text)
+        parts += [c.name + json_text(c.arguments) for c in m.tool_calls]
+    parts += [t.name + t.description + json_text(dict(t.parameters)) for t in chat.tools]
+    return "\n".join(p for p in parts if p)
+
+
+def count_tokens(http: HttpRequest, ctx: RenderContext) -> Rendered:
+    """``POST /v1/messages/count_tokens``: the body is a Messages body without ``max_tokens``;
+    answers ``{"input_tokens": N}`` (about one token per four characters). Raises
+    :class:`ProviderError` for a body the real API would reject."""
+    chat = _parse(http, need_max_tokens=False)
+    return json_response({"input_tokens": tokens.estimate(_input_text(chat))}, headers=_headers(ctx))
+
+
+def models_response(model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+    """``GET /v1/models`` in Anthropic's list shape (one page, ``has_more: false``)."""
+    created = datetime.datetime.fromtimestamp(ctx.created, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ids = list(dict.fromkeys(model_ids))
+    data = [{"type": "model", "id": m, "display_name": m, "created_at": created} for m in ids]
+    payload = {
+        "data": data,
+        "has_more": False,
+        "first_id": ids[0] if ids else None,
+        "last_id": ids[-1] if ids else None,
+    }
+    return json_response(payload, headers=_headers(ctx))
+
+
+__all__ = ["AnthropicAdapter", "count_tokens", "models_response", "signature"]

@@ -1,0 +1,292 @@
+"""Helpers every provider adapter shares: reading a JSON body with errors that say what is wrong,
+checking field types with messages that name the field, SSE and NDJSON framing, and looking up
+error types by HTTP status.
+
+Field errors all read ``"<path>: <problem>"`` (``messages[2].role: 'robot' is not one of …``) and
+carry the path as ``ProviderError.param`` and an OpenAI-style ``code`` (``missing_required_parameter``,
+``invalid_type``, ``invalid_value``); adapters whose API has no codes simply ignore them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mockllm.runtime.providers.base import Frame, ProviderError, Rendered
+
+JSON_MEDIA = "application/json"
+SSE_MEDIA = "text/event-stream"
+NDJSON_MEDIA = "application/x-ndjson"
+
+# ---------------------------------------------------------------- JSON in and out
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON, UTF-8 kept as is (what the real APIs send)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def json_bytes(value: Any) -> bytes:
+    return json_text(value).encode("utf-8")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def load_json(body: bytes) -> Any:
+    """Parse a request body, or raise a 400 that says where the JSON is broken."""
+    if not body.strip():
+        raise ProviderError(400, "request body is empty; expected a JSON object")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ProviderError(400, f"request body is not valid UTF-8 (byte {e.start})") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise ProviderError(
+            400, f"request body is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+        ) from None
+    except ValueError as e:
+        raise ProviderError(400, f"request body is not valid JSON: {e}") from None
+    except RecursionError:
+        raise ProviderError(400, "request body is not valid JSON: nested too deeply") from None
+
+
+def load_json_object(body: bytes) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object."""
+    value = load_json(body)
+    if not isinstance(value, dict):
+        raise ProviderError(400, f"request body must be a JSON object, got {describe(value)}")
+    return value
+
+
+def parse_json_arguments(text: str) -> Any:
+    """Tool-call arguments as sent in a history: the parsed JSON when it parses, else the raw string."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+# ---------------------------------------------------------------- field paths and type checks
+
+
+@attrs.frozen
+class FieldPath:
+    """Where a value sits in the body: ``messages[2].content`` (``dotted=False``, OpenAI/Gemini
+    style) or ``messages.2.content`` (``dotted=True``, Anthropic style)."""
+
+    text: str = ""
+    dotted: bool = False
+
+    def key(self, name: str) -> FieldPath:
+        return FieldPath(f"{self.text}.{name}" if self.text else name, self.dotted)
+
+    def at(self, index: int) -> FieldPath:
+        return FieldPath(f"{self.text}.{index}" if self.dotted else f"{self.text}[{index}]", self.dotted)
+
+    def __str__(self) -> str:
+        return self.text or "request body"
+
+
+def describe(value: Any) -> str:
+    """The JSON type of ``value`` in words, with the value when it is short."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({json_text(value)})"
+    if isinstance(value, int):
+        return f"an integer ({value})"
+    if isinstance(value, float):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string ({json_text(shown)})"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def quoted(values: Iterable[str]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+def missing(path: FieldPath) -> ProviderError:
+    return ProviderError(400, f"{path}: field required", code="missing_required_parameter", param=path.text)
+
+
+def wrong_type(path: FieldPath, expected: str, value: Any) -> ProviderError:
+    return ProviderError(
+        400, f"{path}: expected {expected}, got {describe(value)}", code="invalid_type", param=path.text
+    )
+
+
+def invalid_value(path: FieldPath, problem: str) -> ProviderError:
+    return ProviderError(400, f"{path}: {problem}", code="invalid_value", param=path.text)
+
+
+def as_object(value: Any, path: FieldPath) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise wrong_type(path, "an object", value)
+    return value
+
+
+def as_str(value: Any, path: FieldPath) -> str:
+    if not isinstance(value, str):
+        raise wrong_type(path, "a string", value)
+    return value
+
+
+def as_list(value: Any, path: FieldPath) -> list[Any]:
+    if not isinstance(value, list):
+        raise wrong_type(path, "an array", value)
+    return value
+
+
+def as_bool(value: Any, path: FieldPath) -> bool:
+    if not isinstance(value, bool):
+        raise wrong_type(path, "a boolean", value)
+    return value
+
+
+def as_int(value: Any, path: FieldPath, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise wrong_type(path, "an integer", value)
+    if minimum is not None and value < minimum:
+        raise invalid_value(path, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def one_of(value: Any, choices: Sequence[str], path: FieldPath) -> str:
+    """A string that must be one of ``choices``."""
+    text = as_str(value, path)
+    if text not in choices:
+        raise invalid_value(path, f"'{text}' is not one of {quoted(choices)}")
+    return text
+
+
+def require(obj: Mapping[str, Any], name: str, at: FieldPath) -> Any:
+    """The value of a required field, any type (``missing`` when absent)."""
+    if name not in obj:
+        raise missing(at.key(name))
+    return obj[name]
+
+
+def require_str(obj: Mapping[str, Any], name: str, at: FieldPath) -> str:
+    return as_str(require(obj, name, at), at.key(name))
+
+
+def require_list(obj: Mapping[str, Any], name: str, at: FieldPath) -> list[Any]:
+    return as_list(require(obj, name, at), at.key(name))
+
+
+def require_object(obj: Mapping[str, Any], name: str, at: FieldPath) -> dict[str, Any]:
+    return as_object(require(obj, name, at), at.key(name))
+
+
+def require_int(obj: Mapping[str, Any], name: str, at: FieldPath, minimum: int | None = None) -> int:
+    return as_int(require(obj, name, at), at.key(name), minimum)
+
+
+# Optional fields: absent or JSON null both mean "not given".
+
+
+def optional_str(obj: Mapping[str, Any], name: str, at: FieldPath) -> str | None:
+    value = obj.get(name)
+    return None if value is None else as_str(value, at.key(name))
+
+
+def optional_list(obj: Mapping[str, Any], name: str, at: FieldPath) -> list[Any] | None:
+    value = obj.get(name)
+    return None if value is None else as_list(value, at.key(name))
+
+
+def optional_object(obj: Mapping[str, Any], name: str, at: FieldPath) -> dict[str, Any] | None:
+    value = obj.get(name)
+    return None if value is None else as_object(value, at.key(name))
+
+
+def optional_bool(obj: Mapping[str, Any], name: str, at: FieldPath) -> bool | None:
+    value = obj.get(name)
+    return None if value is None else as_bool(value, at.key(name))
+
+
+# ---------------------------------------------------------------- headers
+
+
+def lower_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items()}
+
+
+def bearer_token(headers: Mapping[str, str]) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (scheme case-insensitive), if any."""
+    value = lower_headers(headers).get("authorization", "").strip()
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+# ---------------------------------------------------------------- responses and frames
+
+
+def json_response(payload: Any, *, status: int = 200, headers: Sequence[tuple[str, str]] = ()) -> Rendered:
+    return Rendered(status=status, media_type=JSON_MEDIA, headers=tuple(headers), body=json_bytes(payload))
+
+
+def stream_response(
+    frames: Iterable[Frame], *, media_type: str = SSE_MEDIA, headers: Sequence[tuple[str, str]] = ()
+) -> Rendered:
+    return Rendered(status=200, media_type=media_type, headers=tuple(headers), frames=tuple(frames))
+
+
+def sse_bytes(data: Any, event: str | None = None) -> bytes:
+    """One SSE event: optional ``event:`` line, one ``data:`` line of compact JSON, blank line."""
+    head = f"event: {event}\n" if event is not None else ""
+    return f"{head}data: {json_text(data)}\n\n".encode()
+
+
+def sse_frame(data: Any, event: str | None = None, content: bool = False) -> Frame:
+    return Frame(sse_bytes(data, event), content=content)
+
+
+def sse_raw_frame(text: str) -> Frame:
+    """A ``data:`` line sent verbatim (``[DONE]``)."""
+    return Frame(f"data: {text}\n\n".encode())
+
+
+def ndjson_frame(value: Any, content: bool = False) -> Frame:
+    return Frame(json_bytes(value) + b"\n", content=content)
+
+
+def pieces(chunks: Sequence[str], whole: str) -> tuple[str, ...]:
+    """The planned chunks, or the whole text as one piece when the plan gave none."""
+    if chunks:
+        return tuple(chunks)
+    return (whole,) if whole else ()
+
+
+_WORD = re.compile(r"\s*\S+\s*|\s+")
+
+
+def split_words(text: str) -> tuple[str, ...]:
+    """Split ``text`` into word pieces (whitespace kept) that join back to it exactly."""
+    return tuple(_WORD.findall(text))
+
+
+# ---------------------------------------------------------------- error tables
+
+
+def error_type_for(status: int, table: Mapping[int, str], client_default: str, server_default: str) -> str:
+    """``table[status]``, else ``server_default`` for 5xx and ``client_default`` for anything else."""
+    if status in table:
+        return table[status]
+    return server_default if status >= 500 else client_default

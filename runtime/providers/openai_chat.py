@@ -1,0 +1,382 @@
+"""OpenAI Chat Completions (`POST /v1/chat/completions`, `GET /v1/models`): request parsing, history
+rules and response rendering, byte for byte as protocols.md §1 describes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mockllm.runtime.plan import Plan, PlannedToolCall
+from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.common import (
+    FieldPath,
+    as_object,
+    bearer_token,
+    error_type_for,
+    invalid_value,
+    json_response,
+    load_json_object,
+    lower_headers,
+    one_of,
+    optional_bool,
+    optional_list,
+    optional_object,
+    optional_str,
+    parse_json_arguments,
+    pieces,
+    require,
+    require_list,
+    require_object,
+    require_str,
+    split_words,
+    sse_frame,
+    sse_raw_frame,
+    stream_response,
+    wrong_type,
+)
+from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+SYSTEM_FINGERPRINT = "fp_mockllm"
+
+NO_KEY_MESSAGE = (
+    "You didn't provide an API key. You need to provide your API key in an Authorization header using "
+    "Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) "
+    "if you're accessing the API from your browser and are prompted for a username and password. "
+    "You can obtain an API key from https://platform.openai.com/account/api-keys."
+)
+TOOL_WITHOUT_CALL = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+)
+CALLS_WITHOUT_RESULTS = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+    "'tool_call_id'. The following tool_call_ids did not have response messages: "
+)
+
+ERROR_TYPES = {401: "invalid_request_error", 429: "requests"}
+ERROR_CODES = {401: "invalid_api_key", 429: "rate_limit_exceeded"}
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _content_text(value: Any, path: FieldPath, *, nullable: bool) -> str:
+    """A message's text: a string, or the text of its ``{type:"text"}`` parts joined with "\\n"
+    (image, audio, file and refusal parts carry no text)."""
+    if value is None:
+        if nullable:
+            return ""
+        raise wrong_type(path, "a string or an array of content parts", value)
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise wrong_type(path, "a string or an array of content parts", value)
+    texts: list[str] = []
+    for i, raw in enumerate(value):
+        at = path.at(i)
+        part = as_object(raw, at)
+        kind = require_str(part, "type", at)
+        if kind == "text":
+            texts.append(require_str(part, "text", at))
+    return "\n".join(texts)
+
+
+def _tool_calls(value: list[Any], path: FieldPath) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
+    for i, raw in enumerate(value):
+        at = path.at(i)
+        call = as_object(raw, at)
+        call_id = require_str(call, "id", at)
+        kind = optional_str(call, "type", at) or "function"
+        if kind == "custom":
+            custom = require_object(call, "custom", at)
+            name = require_str(custom, "name", at.key("custom"))
+            calls.append(ToolCall(call_id, name, optional_str(custom, "input", at.key("custom")) or ""))
+            continue
+        if kind != "function":
+            raise invalid_value(at.key("type"), f"'{kind}' is not one of 'function', 'custom'")
+        function = require_object(call, "function", at)
+        fn_at = at.key("function")
+        name = require_str(function, "name", fn_at)
+        arguments = require_str(function, "arguments", fn_at)
+        calls.append(ToolCall(call_id, name, parse_json_arguments(arguments)))
+    return tuple(calls)
+
+
+def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
+    tools: list[Tool] = []
+    for i, raw in enumerate(value):
+        at = path.at(i)
+        tool = as_object(raw, at)
+        kind = require_str(tool, "type", at)
+        if kind not in ("function", "custom"):
+            raise invalid_value(at.key("type"), f"'{kind}' is not one of 'function', 'custom'")
+        spec = require_object(tool, kind, at)
+        spec_at = at.key(kind)
+        name = require_str(spec, "name", spec_at)
+        description = optional_str(spec, "description", spec_at) or ""
+        parameters = optional_object(spec, "parameters", spec_at) if kind == "function" else None
+        tools.append(Tool(name, description, parameters or {}))
+    return tuple(tools)
+
+
+def _messages(raw_messages: list[Any], path: FieldPath) -> tuple[list[Message], list[str]]:
+    messages: list[Message] = []
+    system: list[str] = []
+    call_names: dict[str, str] = {}
+    for i, raw in enumerate(raw_messages):
+        at = path.at(i)
+        obj = as_object(raw, at)
+        role = one_of(require(obj, "role", at), ROLES, at.key("role"))
+        content = obj.get("content")
+        if role in ("system", "developer"):
+            require(obj, "content", at)
+            text = _content_text(content, at.key("content"), nullable=False)
+            system.append(text)
+            messages.append(Message("system", text, index=i))
+        elif role == "user":
+            require(obj, "content", at)
+            messages.append(Message("user", _content_text(content, at.key("content"), nullable=False), index=i))
+        elif role == "assistant":
+            text = _content_text(content, at.key("content"), nullable=True)
+            raw_calls = optional_list(obj, "tool_calls", at)
+            calls = _tool_calls(raw_calls, at.key("tool_calls")) if raw_calls else ()
+            for call in calls:
+                if call.id is not None:
+                    call_names[call.id] = call.name
+            messages.append(Message("assistant", text, tool_calls=calls, index=i))
+        else:  # tool
+            call_id = require_str(obj, "tool_call_id", at)
+            require(obj, "content", at)
+            text = _content_text(content, at.key("content"), nullable=False)
+            result = ToolResult(call_id, call_names.get(call_id), text)
+            messages.append(Message("tool", text, tool_result=result, index=i))
+    return messages, system
+
+
+# ---------------------------------------------------------------- rendering helpers
+
+
+def _usage(plan: Plan) -> dict[str, Any]:
+    return {
+        "prompt_tokens": plan.input_tokens,
+        "completion_tokens": plan.output_tokens,
+        "total_tokens": plan.input_tokens + plan.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def _call_json(call: PlannedToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id_for("call_"),
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments_json},
+    }
+
+
+def _has_content(plan: Plan) -> bool:
+    """Whether ``content`` is a string rather than null: text present, or nothing else to say."""
+    return bool(plan.text) or (not plan.tool_calls and plan.refusal is None)
+
+
+def _headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
+    return (("x-request-id", ctx.request_id),)
+
+
+class OpenAIChatAdapter:
+    provider: Provider = "openai"
+
+    # -------------------------------------------------------------- requests
+
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        if bearer_token(http.headers) is None:
+            return ProviderError(401, NO_KEY_MESSAGE, code="invalid_api_key")
+        return None
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        body = load_json_object(http.body)
+        root = FieldPath()
+        model = require_str(body, "model", root)
+        raw_messages = require_list(body, "messages", root)
+        if not raw_messages:
+            raise invalid_value(root.key("messages"), "must contain at least one message")
+        messages, system = _messages(raw_messages, root.key("messages"))
+        raw_tools = optional_list(body, "tools", root)
+        tools = _tools(raw_tools, root.key("tools")) if raw_tools else ()
+        stream = bool(optional_bool(body, "stream", root))
+        options = optional_object(body, "stream_options", root) or {}
+        include_usage = bool(optional_bool(options, "include_usage", root.key("stream_options")))
+        return ChatRequest(
+            provider="openai",
+            endpoint=http.path,
+            model=model,
+            stream=stream,
+            messages=tuple(messages),
+            system="\n".join(system),
+            tools=tools,
+            headers=lower_headers(http.headers),
+            body=body,
+            include_usage=stream and include_usage,
+        )
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        """Tool messages must directly follow (possibly after sibling tool messages) the assistant
+        message whose ``tool_calls`` they answer, and that message's calls must all be answered."""
+        open_index: int | None = None  # the assistant message whose tool calls are being answered
+        expected: set[str] = set()
+        pending: list[str] = []
+        for m in chat.messages:
+            if m.role == "tool":
+                call_id = m.tool_result.call_id if m.tool_result is not None else None
+                shown = call_id if call_id is not None else "(none)"
+                if open_index is None:
+                    raise ProviderError(
+                        400,
+                        f"{TOOL_WITHOUT_CALL} (messages[{m.index}], tool_call_id '{shown}')",
+                        param=f"messages.[{m.index}].role",
+                    )
+                if call_id not in expected:
+                    raise ProviderError(
+                        400,
+                        f"Invalid parameter: 'tool_call_id' of '{shown}' not found in 'tool_calls' of previous "
+                        f"message. (messages[{m.index}] answers none of the tool calls of messages[{open_index}]: "
+                        f"{', '.join(sorted(expected))})",
+                        param=f"messages.[{m.index}].tool_call_id",
+                    )
+                if call_id in pending:
+                    pending.remove(call_id)
+                continue
+            if pending:
+                raise _unanswered(open_index, pending)
+            if m.role == "assistant" and m.tool_calls:
+                open_index = m.index
+                ids = [c.id for c in m.tool_calls if c.id is not None]
+                expected, pending = set(ids), list(dict.fromkeys(ids))
+            else:
+                open_index, expected, pending = None, set(), []
+        if pending:
+            raise _unanswered(open_index, pending)
+
+    # -------------------------------------------------------------- responses
+
+    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        if chat.stream:
+            return stream_response(self._frames(plan, chat, ctx), headers=_headers(ctx))
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": plan.text if _has_content(plan) else None,
+            "refusal": plan.refusal,
+            "annotations": [],
+        }
+        if plan.tool_calls:
+            message["tool_calls"] = [_call_json(c) for c in plan.tool_calls]
+        payload = {
+            "id": f"chatcmpl-{ctx.response_id}",
+            "object": "chat.completion",
+            "created": ctx.created,
+            "model": plan.model,
+            "system_fingerprint": SYSTEM_FINGERPRINT,
+            "service_tier": "default",
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": plan.finish}],
+            "usage": _usage(plan),
+        }
+        return json_response(payload, headers=_headers(ctx))
+
+    def _frames(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> list[Frame]:
+        def chunk(delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:
+            data: dict[str, Any] = {
+                "id": f"chatcmpl-{ctx.response_id}",
+                "object": "chat.completion.chunk",
+                "created": ctx.created,
+                "model": plan.model,
+                "system_fingerprint": SYSTEM_FINGERPRINT,
+                "service_tier": "default",
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            }
+            if chat.include_usage:
+                data["usage"] = None
+            return sse_frame(data, content=content)
+
+        first: dict[str, Any] = {"role": "assistant", "content": "" if _has_content(plan) else None, "refusal": None}
+        frames = [chunk(first)]
+        frames += [chunk({"content": piece}, content=True) for piece in pieces(plan.text_chunks, plan.text)]
+        if plan.refusal is not None:
+            frames += [chunk({"refusal": piece}, content=True) for piece in split_words(plan.refusal)]
+        for index, call in enumerate(plan.tool_calls):
+            intro = {
+                "index": index,
+                "id": call.id_for("call_"),
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            frames.append(chunk({"tool_calls": [intro]}))
+            for piece in pieces(call.argument_chunks, call.arguments_json):
+                fragment = {"index": index, "function": {"arguments": piece}}
+                frames.append(chunk({"tool_calls": [fragment]}, content=True))
+        frames.append(chunk({}, finish=plan.finish))
+        if chat.include_usage:
+            usage_chunk = {
+                "id": f"chatcmpl-{ctx.response_id}",
+                "object": "chat.completion.chunk",
+                "created": ctx.created,
+                "model": plan.model,
+                "system_fingerprint": SYSTEM_FINGERPRINT,
+                "service_tier": "default",
+                "choices": [],
+                "usage": _usage(plan),
+            }
+            frames.append(sse_frame(usage_chunk))
+        frames.append(sse_raw_frame("[DONE]"))
+        return frames
+
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
+    ) -> Rendered:
+        """``{"error": {message, type, param, code}}``. ``param`` is an extension of the adapter
+        protocol: pass ``ProviderError.param`` when there is one."""
+        error = {
+            "message": message,
+            "type": error_type_for(status, ERROR_TYPES, "invalid_request_error", "server_error"),
+            "param": param,
+            "code": code if code is not None else ERROR_CODES.get(status),
+        }
+        return json_response({"error": error}, status=status, headers=_headers(ctx))
+
+    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+        error = {"message": message, "type": "server_error", "param": None, "code": None}
+        return sse_frame({"error": error}).data
+
+
+def _unanswered(index: int | None, ids: list[str]) -> ProviderError:
+    return ProviderError(
+        400,
+        f"{CALLS_WITHOUT_RESULTS}{', '.join(ids)} (messages[{index}])",
+        param=f"messages.[{index}].role",
+    )
+
+
+# ---------------------------------------------------------------- models
+
+
+def _model(model_id: str, ctx: RenderContext) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": ctx.created, "owned_by": "mockllm"}
+
+
+def models_response(model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+    """``GET /v1/models``: every id once, in the order given."""
+    data = [_model(m, ctx) for m in dict.fromkeys(model_ids)]
+    return json_response({"object": "list", "data": data}, headers=_headers(ctx))
+
+
+def model_response(model_id: str, ctx: RenderContext) -> Rendered:
+    """``GET /v1/models/{id}``."""
+    return json_response(_model(model_id, ctx), headers=_headers(ctx))
+
+
+__all__ = ["OpenAIChatAdapter", "model_response", "models_response"]

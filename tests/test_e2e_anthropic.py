@@ -1,0 +1,156 @@
+"""The official `anthropic` SDK against a real mockllm server on loopback."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import anthropic
+import pytest
+
+ServeText = Callable[..., AbstractContextManager[str]]
+
+SCRIPT = """
+scenario "Weather":
+    step ask:
+        when:
+            last user message contains "weather in"
+        capture city from last user message /weather in (\\w+)/
+        reply:
+            thinking "I should look the weather up."
+            text "Let me check."
+            tool call get_weather {"city": "{{city}}", "days": [1, 2]}
+            stream by 2 characters
+
+    step answer:
+        when:
+            tool result for "get_weather" is present
+        reply:
+            text "Sunny in {{city}}."
+"""
+
+TOOLS: list[Any] = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+
+
+def client(url: str, **kw: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url, api_key="test", **kw)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_round_trip(serve_text: ServeText, stream: bool) -> None:
+    """thinking + text + tool_use, then the tool result turn, through create() and the stream helper."""
+    with serve_text(SCRIPT) as url:
+        c = client(url)
+        messages: list[Any] = [{"role": "user", "content": "What is the weather in Rome?"}]
+        if stream:
+            with c.messages.stream(model="claude-x", max_tokens=100, messages=messages, tools=TOOLS) as s:
+                first = s.get_final_message()
+        else:
+            first = c.messages.create(model="claude-x", max_tokens=100, messages=messages, tools=TOOLS)
+        assert first.stop_reason == "tool_use"
+        kinds = [b.type for b in first.content]
+        assert kinds == ["thinking", "text", "tool_use"]
+        assert first.content[0].thinking == "I should look the weather up."  # type: ignore[union-attr]
+        assert first.content[1].text == "Let me check."  # type: ignore[union-attr]
+        use = first.content[2]
+        assert use.type == "tool_use" and use.input == {"city": "Rome", "days": [1, 2]}
+        assert use.id.startswith("toolu_")
+        messages.append({"role": "assistant", "content": [b.model_dump() for b in first.content]})
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "sunny"}]}
+        )
+        if stream:
+            with c.messages.stream(model="claude-x", max_tokens=100, messages=messages, tools=TOOLS) as s:
+                assert "".join(s.text_stream) == "Sunny in Rome."
+                second = s.get_final_message()
+        else:
+            second = c.messages.create(model="claude-x", max_tokens=100, messages=messages, tools=TOOLS)
+        assert second.stop_reason == "end_turn"
+        assert second.content[0].text == "Sunny in Rome."  # type: ignore[union-attr]
+        assert second.usage.output_tokens >= 1
+
+
+@pytest.mark.parametrize(
+    ("status", "exc"),
+    [
+        (400, anthropic.BadRequestError),
+        (401, anthropic.AuthenticationError),
+        (403, anthropic.PermissionDeniedError),
+        (404, anthropic.NotFoundError),
+        (429, anthropic.RateLimitError),
+        (500, anthropic.InternalServerError),
+        (529, anthropic.OverloadedError),
+    ],
+)
+def test_error_status_maps_to_sdk_exception(serve_text: ServeText, status: int, exc: type[Exception]) -> None:
+    script = f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
+    with serve_text(script) as url:
+        with pytest.raises(exc) as info:
+            client(url, max_retries=0).messages.create(
+                model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            )
+    assert isinstance(info.value, anthropic.APIStatusError)
+    assert info.value.status_code == status
+    assert f"boom {status}" in str(info.value)
+    assert info.value.request_id
+
+
+def test_retry_through_overloaded(serve_text: ServeText) -> None:
+    script = """
+scenario "s":
+    step busy:
+        reply:
+            error 529 "Overloaded"
+            retry after 200ms
+    step ok:
+        reply:
+            text "done"
+"""
+    with serve_text(script) as url:
+        started = time.monotonic()
+        out = client(url).messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
+        elapsed = time.monotonic() - started
+    assert out.content[0].text == "done"  # type: ignore[union-attr]
+    assert elapsed >= 0.19
+
+
+def test_in_band_stream_error(serve_text: ServeText) -> None:
+    script = """
+scenario "s":
+    step a:
+        reply:
+            text "one two three four"
+            stream error "Overloaded" after 2 chunks
+"""
+    with serve_text(script) as url:
+        with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
+            with client(url, max_retries=0).messages.stream(
+                model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            ) as s:
+                s.get_final_message()
+
+
+def test_unanswered_tool_use_is_rejected_like_the_real_api(serve_text: ServeText) -> None:
+    with serve_text(SCRIPT) as url:
+        with pytest.raises(anthropic.BadRequestError) as info:
+            client(url, max_retries=0).messages.create(
+                model="m",
+                max_tokens=10,
+                messages=[
+                    {"role": "user", "content": "What is the weather in Rome?"},
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}],
+                    },
+                    {"role": "user", "content": "never mind"},
+                ],
+            )
+    assert "toolu_1" in str(info.value)
+
+
+def test_count_tokens(serve_text: ServeText) -> None:
+    with serve_text(SCRIPT) as url:
+        out = client(url).messages.count_tokens(model="m", messages=[{"role": "user", "content": "x" * 40}])
+    assert out.input_tokens >= 10

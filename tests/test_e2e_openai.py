@@ -1,0 +1,274 @@
+"""The official `openai` SDK against a real mockllm server on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+
+import httpx
+import openai
+import pytest
+
+ServeText = Callable[..., AbstractContextManager[str]]
+
+WEATHER = """
+scenario "Weather":
+    step ask:
+        when:
+            last user message contains "weather in"
+            tools include "get_weather"
+        capture city from last user message /weather in (\\w+)/
+        reply:
+            tool call get_weather {"city": "{{city}}", "unit": "celsius"}
+            tool call get_time {"city": "{{city}}"}
+            stream by 1 characters
+
+    step answer:
+        when:
+            tool result for "get_weather" is present
+        reply:
+            text "It is 18°C and sunny in {{city}}."
+            stream 4 chunks
+"""
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}},
+]
+
+
+def client(url: str, **kw: object) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url + "/v1", api_key="test", **kw)  # type: ignore[arg-type]
+
+
+def run_weather_turns(c: openai.OpenAI, city: str, stream: bool, conversation: str | None = None) -> str:
+    headers = {"x-mockllm-conversation": conversation} if conversation else None
+    messages: list[dict[str, object]] = [{"role": "user", "content": f"What is the weather in {city}?"}]
+    if stream:
+        with c.chat.completions.stream(
+            model="gpt-4o", messages=messages, tools=TOOLS, extra_headers=headers  # type: ignore[arg-type]
+        ) as s:
+            first = s.get_final_completion()
+    else:
+        first = c.chat.completions.create(
+            model="gpt-4o", messages=messages, tools=TOOLS, extra_headers=headers  # type: ignore[arg-type]
+        )
+    msg = first.choices[0].message
+    assert first.choices[0].finish_reason == "tool_calls"
+    calls = msg.tool_calls or []
+    assert [tc.function.name for tc in calls] == ["get_weather", "get_time"]  # type: ignore[union-attr]
+    assert json.loads(calls[0].function.arguments) == {"city": city, "unit": "celsius"}  # type: ignore[union-attr]
+    assert len({tc.id for tc in calls}) == 2
+    messages.append(msg.model_dump(exclude_none=True))
+    for tc in calls:
+        messages.append({"role": "tool", "tool_call_id": tc.id, "content": "18C sunny"})
+    if stream:
+        with c.chat.completions.stream(
+            model="gpt-4o", messages=messages, tools=TOOLS, extra_headers=headers  # type: ignore[arg-type]
+        ) as s:
+            second = s.get_final_completion()
+    else:
+        second = c.chat.completions.create(
+            model="gpt-4o", messages=messages, tools=TOOLS, extra_headers=headers  # type: ignore[arg-type]
+        )
+    assert second.choices[0].finish_reason == "stop"
+    return second.choices[0].message.content or ""
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_round_trip(serve_text: ServeText, stream: bool) -> None:
+    """Both turns of a tool round trip, with one-character argument fragments when streamed."""
+    with serve_text(WEATHER) as url:
+        assert run_weather_turns(client(url), "Paris", stream) == "It is 18°C and sunny in Paris."
+
+
+def test_raw_stream_chunks_and_usage(serve_text: ServeText) -> None:
+    """The raw stream: role once, 4 text chunks joining to the text, usage chunk last when asked."""
+    script = 'scenario "s":\n    step a:\n        reply:\n            text "one two three four"\n            stream 4 chunks\n'
+    with serve_text(script) as url:
+        chunks = list(
+            client(url).chat.completions.create(
+                model="m",
+                messages=[{"role": "user", "content": "hi"}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    assert [d.role for d in deltas if d.role] == ["assistant"]
+    texts = [d.content for d in deltas if d.content]
+    assert len(texts) == 4 and "".join(texts) == "one two three four"
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens >= 1
+
+
+def test_fifty_parallel_conversations_no_cross_talk(serve_text: ServeText) -> None:
+    """50 conversations, each a two-turn tool loop, in parallel threads: each sees its own city."""
+    cities = [f"City{i:02d}" for i in range(50)]
+    results: dict[str, str] = {}
+    errors: list[BaseException] = []
+    with serve_text(WEATHER) as url:
+        c = client(url)
+
+        def work(city: str) -> None:
+            try:
+                results[city] = run_weather_turns(c, city, stream=city.endswith(("1", "3", "5")))
+            except BaseException as e:  # collected and re-raised in the main thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(city,)) for city in cities]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert not errors, errors[0]
+    assert results == {city: f"It is 18°C and sunny in {city}." for city in cities}
+
+
+def test_retries_through_429_honouring_retry_after(serve_text: ServeText) -> None:
+    """Two 429s with retry-after 300ms, then the answer: the SDK's default retries get through, and
+    it waited for retry-after each time."""
+    script = """
+scenario "flaky":
+    step limited:
+        repeat 2
+        reply:
+            error 429 "Rate limit reached"
+            retry after 300ms
+    step ok:
+        reply:
+            text "finally"
+"""
+    with serve_text(script) as url:
+        started = time.monotonic()
+        out = client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        elapsed = time.monotonic() - started
+    assert out.choices[0].message.content == "finally"
+    assert 0.55 <= elapsed < 3.0
+
+
+def test_retries_through_5xx(serve_text: ServeText) -> None:
+    script = """
+scenario "flaky":
+    step down:
+        reply:
+            error 503 "unavailable"
+            retry after 10ms
+    step up:
+        reply:
+            text "back"
+"""
+    with serve_text(script) as url:
+        out = client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert out.choices[0].message.content == "back"
+
+
+@pytest.mark.parametrize(
+    ("status", "exc"),
+    [
+        (400, openai.BadRequestError),
+        (401, openai.AuthenticationError),
+        (403, openai.PermissionDeniedError),
+        (404, openai.NotFoundError),
+        (409, openai.ConflictError),
+        (422, openai.UnprocessableEntityError),
+        (429, openai.RateLimitError),
+        (500, openai.InternalServerError),
+        (503, openai.InternalServerError),
+    ],
+)
+def test_error_status_maps_to_sdk_exception(serve_text: ServeText, status: int, exc: type[Exception]) -> None:
+    script = f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
+    with serve_text(script) as url:
+        with pytest.raises(exc) as info:
+            client(url, max_retries=0).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}]
+            )
+    assert isinstance(info.value, openai.APIStatusError)
+    assert info.value.status_code == status
+    assert f"boom {status}" in str(info.value)
+    assert info.value.request_id
+
+
+def test_in_band_stream_error(serve_text: ServeText) -> None:
+    script = """
+scenario "s":
+    step a:
+        reply:
+            text "one two three four five"
+            stream error "exploded mid-stream" after 2 chunks
+"""
+    with serve_text(script) as url:
+        got: list[str] = []
+        with pytest.raises(openai.APIError, match="exploded mid-stream"):
+            for chunk in client(url).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "x"}], stream=True
+            ):
+                if chunk.choices and chunk.choices[0].delta.content:
+                    got.append(chunk.choices[0].delta.content)
+    assert "".join(got) == "one two"
+
+
+def test_disconnect_mid_stream_is_an_error_and_server_survives(serve_text: ServeText) -> None:
+    script = """
+scenario "s":
+    step cut:
+        reply:
+            text "one two three four five"
+            disconnect after 2 chunks
+    step fine:
+        reply:
+            text "still here"
+"""
+    with serve_text(script) as url:
+        c = client(url, max_retries=0)
+        with pytest.raises((openai.APIError, httpx.HTTPError)):
+            list(c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True))
+        again = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        assert again.choices[0].message.content == "still here"
+        journal = httpx.get(url + "/_mockllm/requests").json()
+    entries = journal["requests"] if isinstance(journal, dict) else journal
+    assert any(e.get("client_gone") or "disconnect" in json.dumps(e) for e in entries)
+
+
+def test_latency_before_first_byte(serve_text: ServeText) -> None:
+    script = 'scenario "s":\n    step a:\n        reply:\n            text "late"\n            latency 250ms\n'
+    with serve_text(script) as url:
+        started = time.monotonic()
+        out = client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        elapsed = time.monotonic() - started
+    assert out.choices[0].message.content == "late"
+    assert 0.245 <= elapsed < 0.6
+
+
+def test_unmatched_request_explains_itself(serve_text: ServeText) -> None:
+    with serve_text(WEATHER) as url:
+        with pytest.raises(openai.NotFoundError) as info:
+            client(url, max_retries=0).chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "tell me a joke"}]
+            )
+    text = str(info.value)
+    assert "mockllm: no step matched" in text
+    assert "ask" in text and 'last user message contains "weather in"' in text
+    assert "tell me a joke" in text
+
+
+def test_history_validation_names_the_bad_tool_message(serve_text: ServeText) -> None:
+    with serve_text(WEATHER) as url:
+        with pytest.raises(openai.BadRequestError) as info:
+            client(url, max_retries=0).chat.completions.create(
+                model="gpt-4o",
+                messages=[
+                    {"role": "user", "content": "What is the weather in Oslo?"},
+                    {"role": "tool", "tool_call_id": "call_nope", "content": "x"},
+                ],
+            )
+    assert "tool" in str(info.value)
+
+
+def iter_lines(url: str) -> Iterator[str]:  # pragma: no cover - helper kept for debugging
+    with httpx.stream("GET", url) as r:
+        yield from r.iter_lines()
