@@ -34,7 +34,7 @@ from mockllm.runtime.nomatch import MachineView, build_report, position_name
 from mockllm.runtime.outcome import NoMatchReport, Outcome
 from mockllm.runtime.plan import Plan
 from mockllm.runtime.planner import plan_reply
-from mockllm.runtime.request import ChatRequest, Message, ToolCall
+from mockllm.runtime.request import ChatRequest, Message, ToolCall, resolve_tool_names
 
 ECHO_BLOCK = ReplyBlock((Echo(),))
 EXPECTATION_PREFIX = "mockllm: expectation failed"
@@ -287,7 +287,7 @@ class Engine:
             stored = self._responses.get(prev)
             if stored is None:
                 return chat, conversation_key(chat), prev
-            chat = attrs.evolve(chat, messages=stored.history + chat.messages)
+            chat = attrs.evolve(chat, messages=resolve_tool_names(stored.history + chat.messages))
             return chat, chat.header(CONVERSATION_HEADER) or stored.conversation, None
         return chat, conversation_key(chat), None
 

@@ -105,3 +105,17 @@ class ChatRequest:
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
+
+
+def resolve_tool_names(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Name the tool results whose wire form carries only a call id, from the calls earlier in the
+    history (the Responses API's stored history holds calls its new input only answers)."""
+    names: dict[str, str] = {}
+    out: list[Message] = []
+    for m in messages:
+        names.update((c.id, c.name) for c in m.tool_calls if c.id is not None)
+        result = m.tool_result
+        if result is not None and result.name is None and result.call_id in names:
+            m = attrs.evolve(m, tool_result=attrs.evolve(result, name=names[result.call_id]))
+        out.append(m)
+    return tuple(out)

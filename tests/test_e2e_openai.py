@@ -49,12 +49,18 @@ def run_weather_turns(c: openai.OpenAI, city: str, stream: bool, conversation: s
     messages: list[dict[str, object]] = [{"role": "user", "content": f"What is the weather in {city}?"}]
     if stream:
         with c.chat.completions.stream(
-            model="gpt-4o", messages=messages, tools=TOOLS, extra_headers=headers  # type: ignore[arg-type]
+            model="gpt-4o",
+            messages=messages,
+            tools=TOOLS,
+            extra_headers=headers,  # type: ignore[arg-type]
         ) as s:
             first = s.get_final_completion()
     else:
         first = c.chat.completions.create(
-            model="gpt-4o", messages=messages, tools=TOOLS, extra_headers=headers  # type: ignore[arg-type]
+            model="gpt-4o",
+            messages=messages,
+            tools=TOOLS,
+            extra_headers=headers,  # type: ignore[arg-type]
         )
     msg = first.choices[0].message
     assert first.choices[0].finish_reason == "tool_calls"
@@ -67,12 +73,18 @@ def run_weather_turns(c: openai.OpenAI, city: str, stream: bool, conversation: s
         messages.append({"role": "tool", "tool_call_id": tc.id, "content": "18C sunny"})
     if stream:
         with c.chat.completions.stream(
-            model="gpt-4o", messages=messages, tools=TOOLS, extra_headers=headers  # type: ignore[arg-type]
+            model="gpt-4o",
+            messages=messages,
+            tools=TOOLS,
+            extra_headers=headers,  # type: ignore[arg-type]
         ) as s:
             second = s.get_final_completion()
     else:
         second = c.chat.completions.create(
-            model="gpt-4o", messages=messages, tools=TOOLS, extra_headers=headers  # type: ignore[arg-type]
+            model="gpt-4o",
+            messages=messages,
+            tools=TOOLS,
+            extra_headers=headers,  # type: ignore[arg-type]
         )
     assert second.choices[0].finish_reason == "stop"
     return second.choices[0].message.content or ""
@@ -184,9 +196,7 @@ def test_error_status_maps_to_sdk_exception(serve_text: ServeText, status: int, 
     script = f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
     with serve_text(script) as url:
         with pytest.raises(exc) as info:
-            client(url, max_retries=0).chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "x"}]
-            )
+            client(url, max_retries=0).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert isinstance(info.value, openai.APIStatusError)
     assert info.value.status_code == status
     assert f"boom {status}" in str(info.value)

@@ -1,0 +1,492 @@
+"""Google Gemini, ``models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse`` (protocols §4).
+
+Every request key is accepted in camelCase and snake_case (google-genai 3.x mixes them). Streams are bare
+``data: <json>`` SSE events separated by a blank line; the last one carries the finish reason, the usage and
+content parts, so ``client.chats`` keeps the streamed turn in its history.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mockllm.runtime import tokens
+from mockllm.runtime.plan import Plan
+from mockllm.runtime.providers import common
+from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
+
+__all__ = ["GeminiAdapter", "count_tokens", "json_schema", "models_response", "status_name"]
+
+_JSON = "application/json"
+_SSE = "text/event-stream"
+
+_NO_KEY = (
+    "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or "
+    "other form of API consumer identity to call this API."
+)
+
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+_TOO_DEEP = "Invalid JSON payload received. The request is nested too deeply."
+_FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS", "content_filter": "SAFETY"}
+_GENERATE = frozenset({"generateContent", "streamGenerateContent"})
+_PATH = re.compile(r"models/(?P<model>[^/:]+):(?P<method>\w+)$")
+
+
+def status_name(status: int) -> str:
+    """The google.rpc status name the API pairs with an HTTP status."""
+    return _STATUS_NAMES.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT")
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _get(data: Mapping[str, Any], camel: str) -> Any:
+    """A field spelled either way: ``systemInstruction`` or ``system_instruction``."""
+    if camel in data:
+        return data[camel]
+    return data.get(_snake(camel))
+
+
+def _bad(message: str) -> ProviderError:
+    return ProviderError(400, message, code="INVALID_ARGUMENT")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _wrong_type(where: str, expected: str, value: Any) -> ProviderError:
+    return _bad(f"Invalid JSON payload received. Invalid value at '{where}': expected {expected}, got {_kind(value)}.")
+
+
+def _load_body(body: bytes) -> dict[str, Any]:
+    try:
+        data = common.load_json(body)
+    except ProviderError as e:
+        raise _bad(f"Invalid JSON payload received. The {e.message}.") from None
+    if not isinstance(data, dict):
+        raise _bad(f"Invalid JSON payload received. Expected a JSON object as the request body, got {_kind(data)}.")
+    return data
+
+
+def _obj(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _wrong_type(where, "an object", value)
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _wrong_type(where, "a list", value)
+    return value
+
+
+def _opt_str(data: Mapping[str, Any], camel: str, where: str) -> str | None:
+    value = _get(data, camel)
+    if value is not None and not isinstance(value, str):
+        raise _wrong_type(f"{where}.{camel}", "a string", value)
+    return value
+
+
+# ---- request ----
+
+
+@attrs.frozen
+class _Target:
+    model: str
+    method: str
+
+
+def _target(http: HttpRequest) -> _Target:
+    model = http.path_params.get("model")
+    method = http.path_params.get("method")
+    if model is None or method is None:
+        found = _PATH.search(http.path)
+        if found is None:
+            raise ProviderError(404, f"The path {http.path} is not a Gemini model method.", code="NOT_FOUND")
+        model, method = model or found["model"], method or found["method"]
+    return _Target(model.removeprefix("models/"), method)
+
+
+def _text_of(content: Any, where: str) -> str:
+    """The text of a ``systemInstruction``: a Content, a bare string, or a list of parts."""
+    if isinstance(content, str):
+        return content
+    parts = _get(content, "parts") if isinstance(content, dict) else content
+    texts = []
+    for j, part in enumerate(_list(parts, f"{where}.parts")):
+        text = _opt_str(_obj(part, f"{where}.parts[{j}]"), "text", f"{where}.parts[{j}]")
+        if text is not None:
+            texts.append(text)
+    return "\n".join(texts)
+
+
+def _function_call(part: Any, where: str) -> ToolCall:
+    call = _obj(part, where)
+    name = _opt_str(call, "name", where)
+    if not name:
+        raise _bad(f"* GenerateContentRequest.{where}.name: Name cannot be empty.")
+    args = _get(call, "args")
+    if args is None:
+        args = {}
+    return ToolCall(id=_opt_str(call, "id", where), name=name, arguments=_obj(args, f"{where}.args"))
+
+
+def _function_response(part: Any, where: str, calls: Sequence[ToolCall]) -> ToolResult:
+    data = _obj(part, where)
+    name = _opt_str(data, "name", where)
+    if not name:
+        raise _bad(f"* GenerateContentRequest.{where}.name: Name cannot be empty.")
+    response = _get(data, "response")
+    response = _obj({} if response is None else response, f"{where}.response")
+    call_id = _opt_str(data, "id", where)
+    if call_id is None:
+        call_id = next((c.id for c in calls if c.name == name and c.id is not None), None)
+    content = json.dumps(response, ensure_ascii=False, separators=(",", ":"))
+    return ToolResult(call_id=call_id, name=name, content=content, is_error="error" in response)
+
+
+def _messages(contents: list[Any]) -> tuple[Message, ...]:
+    messages: list[Message] = []
+    previous_role = ""
+    for i, raw in enumerate(contents):
+        where = f"contents[{i}]"
+        content = _obj(raw, where)
+        role = content.get("role") or "user"
+        if role not in ("user", "model"):
+            raise _bad(f"Please use a valid role: user, model. ({where}.role is {json.dumps(role)})")
+        parts = _list(_get(content, "parts"), f"{where}.parts") if _get(content, "parts") is not None else []
+        if not parts:
+            raise _bad(f"* GenerateContentRequest.{where}.parts: contents.parts must not be empty.")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        results: list[ToolResult] = []
+        answered = messages[-1].tool_calls if messages and messages[-1].role == "assistant" else ()
+        for j, raw_part in enumerate(parts):
+            pwhere = f"{where}.parts[{j}]"
+            part = _obj(raw_part, pwhere)
+            text = _opt_str(part, "text", pwhere)
+            if text is not None and _get(part, "thought") is not True:
+                texts.append(text)
+            if (call := _get(part, "functionCall")) is not None:
+                calls.append(_function_call(call, f"{pwhere}.functionCall"))
+            if (response := _get(part, "functionResponse")) is not None:
+                results.append(_function_response(response, f"{pwhere}.functionResponse", answered))
+        if role == "model":
+            if previous_role == "model" and messages and messages[-1].role == "assistant":
+                last = messages[-1]  # a streamed turn comes back as one Content per chunk
+                messages[-1] = attrs.evolve(
+                    last, text=last.text + "".join(texts), tool_calls=(*last.tool_calls, *calls)
+                )
+            else:
+                messages.append(Message(role="assistant", text="".join(texts), tool_calls=tuple(calls), index=i))
+        else:
+            messages.extend(Message(role="tool", tool_result=r, index=i) for r in results)
+            if texts or not results:
+                messages.append(Message(role="user", text="\n".join(texts), index=i))
+        previous_role = role
+    return tuple(messages)
+
+
+_TYPES = {"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
+
+
+def json_schema(schema: Any) -> Any:
+    """An OpenAPI-style Gemini ``Schema`` (upper-case types, either key spelling) as JSON Schema."""
+    if isinstance(schema, list):
+        return [json_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for raw_key, value in schema.items():
+        key = _camel(raw_key)
+        if key == "type" and isinstance(value, str):
+            if value.upper() in _TYPES:
+                out["type"] = value.lower()
+        elif key == "properties" and isinstance(value, dict):
+            out["properties"] = {name: json_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "anyOf", "additionalProperties"):
+            out[key] = json_schema(value)
+        elif key != "propertyOrdering":
+            out[key] = value
+    return out
+
+
+def _tools(value: Any) -> tuple[Tool, ...]:
+    if value is None:
+        return ()
+    tools: list[Tool] = []
+    for i, raw in enumerate(_list(value, "tools")):
+        spec = _obj(raw, f"tools[{i}]")
+        decls = _get(spec, "functionDeclarations")
+        if decls is None:
+            continue  # googleSearch, codeExecution, ...: not callable functions
+        for j, raw_decl in enumerate(_list(decls, f"tools[{i}].functionDeclarations")):
+            where = f"tools[{i}].functionDeclarations[{j}]"
+            decl = _obj(raw_decl, where)
+            name = _opt_str(decl, "name", where)
+            if not name:
+                raise _bad(f"* GenerateContentRequest.{where}.name: Name cannot be empty.")
+            described = _opt_str(decl, "description", where) or ""
+            raw_json = _get(decl, "parametersJsonSchema")
+            if raw_json is not None:
+                params = _obj(raw_json, f"{where}.parametersJsonSchema")
+            else:
+                raw_params = _get(decl, "parameters")
+                params = json_schema(_obj(raw_params, f"{where}.parameters")) if raw_params is not None else {}
+            tools.append(Tool(name=name, description=described, parameters=params))
+    return tuple(tools)
+
+
+def _validate_responses(chat: ChatRequest) -> None:
+    msgs = chat.messages
+    i = 0
+    while i < len(msgs):
+        first = msgs[i]
+        if first.role != "tool" or first.tool_result is None:
+            i += 1
+            continue
+        group = [first.tool_result]
+        j = i + 1
+        while j < len(msgs) and msgs[j].index == first.index and msgs[j].tool_result is not None:
+            result = msgs[j].tool_result
+            assert result is not None
+            group.append(result)
+            j += 1
+        before = msgs[i - 1] if i > 0 else None
+        calls = before.tool_calls if before is not None and before.role == "assistant" else ()
+        where = f"contents[{first.index}]"
+        if not calls:
+            raise _bad(
+                "Please ensure that function response turn comes immediately after a function call turn. "
+                f"{where} answers {group[0].name!r}, but the turn before it made no function call."
+            )
+        assert before is not None
+        if len(group) != len(calls):
+            raise _bad(
+                "Please ensure that the number of function response parts is equal to the number of function "
+                f"call parts of the function call turn. {where} has {len(group)} function response(s) for "
+                f"{len(calls)} function call(s) in contents[{before.index}]."
+            )
+        remaining = list(calls)
+        for result in group:
+            match = next((c for c in remaining if c.id is not None and c.id == result.call_id), None)
+            match = match or next((c for c in remaining if c.name == result.name), None)
+            if match is None:
+                called = ", ".join(repr(c.name) for c in calls)
+                raise _bad(
+                    f"{where} has a function response for {result.name!r}, but the function call turn "
+                    f"contents[{before.index}] called {called}."
+                )
+            remaining.remove(match)
+        i = j
+
+
+class GeminiAdapter:
+    provider: Provider = "gemini"
+
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        if http.headers.get("x-goog-api-key", "").strip() or http.query.get("key", "").strip():
+            return None
+        return ProviderError(403, _NO_KEY, code="PERMISSION_DENIED")
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        try:
+            return self._parse(http)
+        except RecursionError:
+            raise _bad(_TOO_DEEP) from None
+
+    def _parse(self, http: HttpRequest) -> ChatRequest:
+        target = _target(http)
+        if target.method not in _GENERATE:
+            raise ProviderError(
+                404, f"Method {target.method} is not found for models/{target.model}.", code="NOT_FOUND"
+            )
+        data = _load_body(http.body)
+        contents = _get(data, "contents")
+        if contents is None:
+            raise _bad("* GenerateContentRequest.contents: contents is not specified")
+        system = _get(data, "systemInstruction")
+        return ChatRequest(
+            provider=self.provider,
+            endpoint=http.path,
+            model=target.model,
+            stream=target.method == "streamGenerateContent",
+            messages=_messages(_list(contents, "contents")),
+            system=_text_of(system, "systemInstruction") if system is not None else "",
+            tools=_tools(_get(data, "tools")),
+            headers=dict(http.headers),
+            body=data,
+        )
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        _validate_responses(chat)
+
+    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        if chat.stream:
+            return Rendered(200, _SSE, frames=_stream(plan, ctx))
+        parts = _thought_parts(plan, whole=True) + (_answer_parts(plan, whole=True) or [{"text": ""}])
+        return Rendered(200, _JSON, body=common.json_bytes(_chunk(plan, ctx, parts, final=True)))
+
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
+    ) -> Rendered:
+        name = code if code is not None and re.fullmatch(r"[A-Z_]+", code) else status_name(status)
+        return Rendered(
+            status, _JSON, body=common.json_bytes({"error": {"code": status, "message": message, "status": name}})
+        )
+
+    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+        return (
+            b"data: " + common.json_bytes({"error": {"code": 500, "message": message, "status": "INTERNAL"}}) + b"\n\n"
+        )
+
+
+# ---- response ----
+
+
+def _usage(plan: Plan, final: bool) -> dict[str, Any]:
+    prompt = {"promptTokenCount": plan.input_tokens}
+    if not final:
+        return {**prompt, "totalTokenCount": plan.input_tokens}
+    thoughts = min(tokens.estimate(plan.thinking), plan.output_tokens) if plan.thinking else 0
+    usage: dict[str, Any] = {
+        **prompt,
+        "candidatesTokenCount": plan.output_tokens - thoughts,
+        "totalTokenCount": plan.input_tokens + plan.output_tokens,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": plan.input_tokens}],
+    }
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    return usage
+
+
+def _chunk(plan: Plan, ctx: RenderContext, parts: list[dict[str, Any]], final: bool) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
+    if final:
+        candidate["finishReason"] = _FINISH[plan.finish]
+    candidate["index"] = 0
+    return {
+        "candidates": [candidate],
+        "usageMetadata": _usage(plan, final),
+        "modelVersion": plan.model,
+        "responseId": ctx.response_id,
+    }
+
+
+def _thought_parts(plan: Plan, whole: bool) -> list[dict[str, Any]]:
+    thinking = plan.thinking or ""
+    pieces = (thinking,) if whole and thinking else common.pieces(plan.thinking_chunks, thinking)
+    return [{"text": piece, "thought": True} for piece in pieces]
+
+
+def _answer_parts(plan: Plan, whole: bool) -> list[dict[str, Any]]:
+    pieces = (plan.text,) if whole and plan.text else common.pieces(plan.text_chunks, plan.text)
+    parts: list[dict[str, Any]] = [{"text": piece} for piece in pieces]
+    if plan.refusal:
+        parts.append({"text": plan.refusal})
+    parts.extend({"functionCall": {"name": call.name, "args": _args(call.arguments)}} for call in plan.tool_calls)
+    return parts
+
+
+def _args(arguments: Any) -> Any:
+    return arguments if isinstance(arguments, dict) else {"value": arguments}
+
+
+def _stream(plan: Plan, ctx: RenderContext) -> tuple[Frame, ...]:
+    """One content part per event; the finish reason and full usage ride on the last one (a final empty
+    text part when nothing but thinking was said, so the chunk still has text and the turn stays valid)."""
+    thoughts = _thought_parts(plan, whole=False)
+    answer = _answer_parts(plan, whole=False)
+    pieces = [(part, True) for part in thoughts + answer]
+    if not answer:
+        pieces.append(({"text": ""}, False))
+    frames = []
+    for n, (part, content) in enumerate(pieces):
+        chunk = _chunk(plan, ctx, [part], final=n == len(pieces) - 1)
+        frames.append(Frame(b"data: " + common.json_bytes(chunk) + b"\n\n", content=content))
+    return tuple(frames)
+
+
+# ---- other endpoints ----
+
+
+def _texts(value: Any) -> list[str]:
+    """Every ``text`` string anywhere inside a request body."""
+    if isinstance(value, dict):
+        found = [value["text"]] if isinstance(value.get("text"), str) else []
+        return found + [t for k, v in value.items() if k != "text" for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return []
+
+
+def count_tokens(http: HttpRequest, ctx: RenderContext) -> Rendered:
+    """``models/{model}:countTokens``: ``{"totalTokens": N}`` estimated from the request's text.
+    Raises :class:`ProviderError` for a body the API would reject."""
+    try:
+        return _count_tokens(http)
+    except RecursionError:
+        raise _bad(_TOO_DEEP) from None
+
+
+def _count_tokens(http: HttpRequest) -> Rendered:
+    data = _load_body(http.body)
+    request = _get(data, "generateContentRequest")
+    contents = _get(request, "contents") if isinstance(request, dict) else _get(data, "contents")
+    if contents is None:
+        raise _bad("* CountTokensRequest.contents: contents is not specified")
+    _messages(_list(contents, "contents"))  # the same checks generateContent makes
+    total = tokens.estimate("".join(_texts(contents)))
+    return Rendered(200, _JSON, body=common.json_bytes({"totalTokens": total}))
+
+
+def models_response(model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+    """``GET /{v1,v1beta}/models``: the models the library names."""
+    models = [
+        {
+            "name": f"models/{model.removeprefix('models/')}",
+            "version": "001",
+            "displayName": model.removeprefix("models/"),
+            "description": "Served by mockllm.",
+            "inputTokenLimit": 1048576,
+            "outputTokenLimit": 65536,
+            "supportedGenerationMethods": ["generateContent", "countTokens"],
+        }
+        for model in model_ids
+    ]
+    return Rendered(200, _JSON, body=common.json_bytes({"models": models}))

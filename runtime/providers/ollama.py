@@ -1,0 +1,330 @@
+"""Ollama's native chat, ``POST /api/chat`` (protocols §5.1), plus ``GET /api/tags`` and ``/api/version``.
+
+A request without ``stream`` streams (the server's default); streams are NDJSON, one compact object per line
+and no blank lines. Tool call arguments are JSON objects, never strings. Ollama itself checks nothing about
+tool-call bookkeeping, so neither does :meth:`OllamaAdapter.validate_history`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from mockllm.runtime.plan import Plan, PlannedToolCall
+from mockllm.runtime.providers import common
+from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Role, Tool, ToolCall, ToolResult
+
+__all__ = ["VERSION", "OllamaAdapter", "rfc3339", "tags_response", "version_response"]
+
+VERSION = "0.12.6"  # what /api/version reports: recent enough for clients that gate on features
+
+_JSON = "application/json"
+_NDJSON = "application/x-ndjson"
+_ROLES: dict[str, Role] = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+_DONE_REASONS = {"stop": "stop", "tool_calls": "stop", "length": "length", "content_filter": "stop"}
+_MS = 1_000_000  # nanoseconds
+
+
+def rfc3339(seconds: int, nanoseconds: int = 0) -> str:
+    """UTC time as Ollama writes it: RFC 3339 with nine fractional digits."""
+    extra, nanos = divmod(nanoseconds, 1_000_000_000)
+    stamp = datetime.fromtimestamp(seconds + extra, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{nanos:09d}Z"
+
+
+def _bad(message: str) -> ProviderError:
+    return ProviderError(400, message)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _wrong_type(where: str, expected: str, value: Any) -> ProviderError:
+    return _bad(f"invalid request: {where} must be {expected}, got {_kind(value)}")
+
+
+def _load_body(body: bytes) -> dict[str, Any]:
+    if not body.strip():
+        raise _bad("missing request body")
+    try:
+        data = common.load_json(body)
+    except ProviderError as e:
+        raise _bad(f"invalid request: {e.message}") from None
+    if not isinstance(data, dict):
+        raise _bad(f"invalid request: the body must be a JSON object, got {_kind(data)}")
+    return data
+
+
+def _opt_str(data: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _wrong_type(f"{where}.{key}", "a string", value)
+    return value
+
+
+def _obj(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _wrong_type(where, "an object", value)
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _wrong_type(where, "an array", value)
+    return value
+
+
+def _arguments(value: Any, where: str) -> Any:
+    if value is None:
+        return {}
+    if isinstance(value, str):  # not what Ollama sends, but OpenAI-minded clients do; keep what they meant
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return _obj(value, where)
+
+
+def _tool_calls(value: Any, where: str) -> tuple[ToolCall, ...]:
+    calls = []
+    for j, raw in enumerate(_list(value, where)):
+        call = _obj(raw, f"{where}[{j}]")
+        function = _obj(call.get("function"), f"{where}[{j}].function")
+        name = _opt_str(function, "name", f"{where}[{j}].function")
+        if not name:
+            raise _bad(f"invalid request: {where}[{j}].function.name is required")
+        arguments = _arguments(function.get("arguments"), f"{where}[{j}].function.arguments")
+        calls.append(ToolCall(id=_opt_str(call, "id", f"{where}[{j}]"), name=name, arguments=arguments))
+    return tuple(calls)
+
+
+def _messages(value: Any) -> tuple[tuple[Message, ...], str]:
+    if value is None:
+        return (), ""
+    messages: list[Message] = []
+    system: list[str] = []
+    open_calls: list[ToolCall] = []  # calls of the latest assistant turn not yet answered, in order
+    every_call: dict[str, ToolCall] = {}
+    for i, raw in enumerate(_list(value, "messages")):
+        where = f"messages[{i}]"
+        message = _obj(raw, where)
+        role_name = message.get("role")
+        role = _ROLES.get(role_name) if isinstance(role_name, str) else None
+        if role is None:
+            raise _bad(
+                f"invalid request: {where}.role must be one of system, user, assistant, tool, "
+                f"got {json.dumps(role_name)}"
+            )
+        text = _opt_str(message, "content", where) or ""
+        if role == "system":
+            system.append(text)
+        if role == "assistant":
+            calls = _tool_calls(message["tool_calls"], f"{where}.tool_calls") if message.get("tool_calls") else ()
+            open_calls = list(calls)
+            every_call.update((c.id, c) for c in calls if c.id is not None)
+            messages.append(Message(role="assistant", text=text, tool_calls=calls, index=i))
+        elif role == "tool":
+            name = _opt_str(message, "tool_name", where) or _opt_str(message, "name", where)
+            call_id = _opt_str(message, "tool_call_id", where)
+            answered = every_call.get(call_id) if call_id is not None else None
+            if answered is None:
+                answered = next((c for c in open_calls if c.name == name), None) if name else None
+            if answered is None and name is None and open_calls:
+                answered = open_calls[0]  # untagged results answer the calls in order
+            if answered is not None:
+                if answered in open_calls:
+                    open_calls.remove(answered)
+                name = name or answered.name
+                call_id = call_id or answered.id
+            result = ToolResult(call_id=call_id, name=name, content=text)
+            messages.append(Message(role="tool", tool_result=result, index=i))
+        else:
+            messages.append(Message(role=role, text=text, index=i))
+    return tuple(messages), "\n".join(system)
+
+
+def _tools(value: Any) -> tuple[Tool, ...]:
+    if value is None:
+        return ()
+    tools = []
+    for i, raw in enumerate(_list(value, "tools")):
+        spec = _obj(raw, f"tools[{i}]")
+        if spec.get("type", "function") != "function":
+            continue
+        function = _obj(spec.get("function"), f"tools[{i}].function")
+        name = _opt_str(function, "name", f"tools[{i}].function")
+        if not name:
+            raise _bad(f"invalid request: tools[{i}].function.name is required")
+        description = _opt_str(function, "description", f"tools[{i}].function") or ""
+        parameters = function.get("parameters")
+        tools.append(
+            Tool(name, description, {} if parameters is None else _obj(parameters, f"tools[{i}].function.parameters"))
+        )
+    return tuple(tools)
+
+
+class OllamaAdapter:
+    provider: Provider = "ollama"
+
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        return None  # a local Ollama asks for no credentials
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        data = _load_body(http.body)
+        model = data.get("model")
+        if model is None or model == "":
+            raise _bad("model is required")
+        if not isinstance(model, str):
+            raise _wrong_type("model", "a string", model)
+        stream = data.get("stream", True)
+        if stream is None:
+            stream = True
+        if not isinstance(stream, bool):
+            raise _wrong_type("stream", "a boolean", stream)
+        messages, system = _messages(data.get("messages"))
+        return ChatRequest(
+            provider=self.provider,
+            endpoint=http.path,
+            model=model,
+            stream=stream,
+            messages=messages,
+            system=system,
+            tools=_tools(data.get("tools")),
+            headers=dict(http.headers),
+            body=data,
+        )
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        return None  # Ollama accepts any order of roles and any tool results
+
+    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        if chat.stream:
+            return Rendered(200, _NDJSON, frames=_stream(plan, ctx))
+        message: dict[str, Any] = {"role": "assistant", "content": plan.text + (plan.refusal or "")}
+        if plan.thinking:
+            message["thinking"] = plan.thinking
+        if plan.tool_calls:
+            message["tool_calls"] = [_call(call, i) for i, call in enumerate(plan.tool_calls)]
+        body = {"model": plan.model, "created_at": rfc3339(ctx.created, _elapsed(plan)), "message": message}
+        return Rendered(200, _JSON, body=common.json_bytes({**body, **_done(plan)}))
+
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
+    ) -> Rendered:
+        return Rendered(status, _JSON, body=common.json_bytes({"error": message}))
+
+    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+        return common.json_bytes({"error": message}) + b"\n"
+
+
+# ---- rendering ----
+
+
+def _durations(plan: Plan) -> dict[str, int]:
+    load = 2 * _MS
+    prompt = max(1, plan.input_tokens) * _MS // 10
+    evaluation = max(1, plan.output_tokens) * 10 * _MS
+    return {
+        "total_duration": load + prompt + evaluation + _MS,
+        "load_duration": load,
+        "prompt_eval_count": plan.input_tokens,
+        "prompt_eval_duration": prompt,
+        "eval_count": plan.output_tokens,
+        "eval_duration": evaluation,
+    }
+
+
+def _elapsed(plan: Plan) -> int:
+    return _durations(plan)["total_duration"]
+
+
+def _done(plan: Plan) -> dict[str, Any]:
+    return {"done": True, "done_reason": _DONE_REASONS[plan.finish], **_durations(plan)}
+
+
+def _call(call: PlannedToolCall, index: int) -> dict[str, Any]:
+    arguments = call.arguments if isinstance(call.arguments, dict) else {"value": call.arguments}
+    return {"id": call.id_for("call_"), "function": {"index": index, "name": call.name, "arguments": arguments}}
+
+
+def _stream(plan: Plan, ctx: RenderContext) -> tuple[Frame, ...]:
+    messages: list[dict[str, Any]] = []
+    messages += [
+        {"role": "assistant", "content": "", "thinking": t}
+        for t in common.pieces(plan.thinking_chunks, plan.thinking or "")
+    ]
+    messages += [{"role": "assistant", "content": t} for t in common.pieces(plan.text_chunks, plan.text)]
+    if plan.refusal:
+        messages.append({"role": "assistant", "content": plan.refusal})
+    messages += [
+        {"role": "assistant", "content": "", "tool_calls": [_call(c, i)]} for i, c in enumerate(plan.tool_calls)
+    ]
+    step = _elapsed(plan) // (len(messages) + 1)
+    frames = [
+        Frame(
+            _line({"model": plan.model, "created_at": rfc3339(ctx.created, n * step), "message": m, "done": False}),
+            True,
+        )
+        for n, m in enumerate(messages)
+    ]
+    final = {
+        "model": plan.model,
+        "created_at": rfc3339(ctx.created, _elapsed(plan)),
+        "message": {"role": "assistant", "content": ""},
+        **_done(plan),
+    }
+    frames.append(Frame(_line(final)))
+    return tuple(frames)
+
+
+def _line(value: Any) -> bytes:
+    return common.json_bytes(value) + b"\n"
+
+
+# ---- other endpoints ----
+
+
+def tags_response(model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+    """``GET /api/tags``: the library's models as locally installed ones (``name:latest`` when untagged)."""
+    models = []
+    for model in model_ids:
+        name = model if ":" in model else f"{model}:latest"
+        digest = hashlib.sha256(name.encode()).hexdigest()
+        models.append(
+            {
+                "name": name,
+                "model": name,
+                "modified_at": rfc3339(ctx.created),
+                "size": 2_019_393_189,
+                "digest": digest,
+                "details": {
+                    "parent_model": "",
+                    "format": "gguf",
+                    "family": "llama",
+                    "families": ["llama"],
+                    "parameter_size": "3.2B",
+                    "quantization_level": "Q4_K_M",
+                },
+            }
+        )
+    return Rendered(200, _JSON, body=common.json_bytes({"models": models}))
+
+
+def version_response(ctx: RenderContext) -> Rendered:
+    """``GET /api/version``."""
+    return Rendered(200, _JSON, body=common.json_bytes({"version": VERSION}))

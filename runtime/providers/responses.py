@@ -1,0 +1,541 @@
+"""OpenAI Responses API, ``POST /v1/responses`` (protocols §2): request parsing, history checks, and
+the reply as one ``response`` object or as the typed SSE event sequence the SDK's stream state expects.
+
+Error events mid-stream carry both the documented flat shape (``type``, ``code``, ``message``,
+``param``) and the nested ``error`` object the live API actually sends; the nested object is what makes
+the ``openai`` SDK's stream decoder raise ``APIError`` instead of yielding the event silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from mockllm.runtime import tokens
+from mockllm.runtime.plan import Plan, PlannedToolCall
+from mockllm.runtime.providers import common
+from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.request import (
+    ChatRequest,
+    HttpRequest,
+    Message,
+    Provider,
+    Role,
+    Tool,
+    ToolCall,
+    ToolResult,
+    resolve_tool_names,
+)
+
+__all__ = ["ResponsesAdapter", "resolve_tool_names"]
+
+_JSON = "application/json"
+_SSE = "text/event-stream"
+
+_NO_KEY = (
+    "You didn't provide an API key. You need to provide your API key in an Authorization header using "
+    "Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if "
+    "you're accessing the API from your browser and are prompted for a username and password. You can "
+    "obtain an API key from https://platform.openai.com/account/api-keys."
+)
+
+_ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+_SKIPPED_PARTS = frozenset({"input_image", "input_file", "input_audio"})
+# Input items that carry nothing a scenario condition reads; accepted and left out of the messages.
+_SKIPPED_ITEMS = frozenset(
+    {
+        "reasoning",
+        "item_reference",
+        "web_search_call",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "image_generation_call",
+        "code_interpreter_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "mcp_call",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "compaction",
+    }
+)
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    409: "invalid_request_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _bad(message: str, param: str | None = None, code: str | None = "invalid_value") -> ProviderError:
+    return ProviderError(400, message, code=code, param=param)
+
+
+def _wrong_type(param: str, expected: str, value: Any) -> ProviderError:
+    return _bad(
+        f"Invalid type for '{param}': expected {expected}, but got {_kind(value)} instead.", param, "invalid_type"
+    )
+
+
+def _missing(param: str) -> ProviderError:
+    return _bad(f"Missing required parameter: '{param}'.", param, "missing_required_parameter")
+
+
+def _load_body(body: bytes) -> dict[str, Any]:
+    try:
+        data = common.load_json(body)
+    except ProviderError as e:
+        raise _bad(
+            f"We could not parse the JSON body of your request: {e.message}. The OpenAI API expects a JSON payload.",
+            None,
+            None,
+        ) from None
+    if not isinstance(data, dict):
+        raise _bad(f"Invalid type for the request body: expected an object, but got {_kind(data)} instead.")
+    return data
+
+
+def _opt_str(data: Mapping[str, Any], key: str, param: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _wrong_type(param, "a string", value)
+    return value
+
+
+def _req_str(data: Mapping[str, Any], key: str, param: str) -> str:
+    value = _opt_str(data, key, param)
+    if value is None:
+        raise _missing(param)
+    return value
+
+
+def _parse_arguments(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _content_text(content: Any, param: str, allow_refusal: bool = True) -> str:
+    """The text of a message's ``content``: a string, or the text parts of a list joined with newlines."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _wrong_type(param, "a string or an array of content parts", content)
+    texts: list[str] = []
+    for i, part in enumerate(content):
+        where = f"{param}[{i}]"
+        if not isinstance(part, dict):
+            raise _wrong_type(where, "an object", part)
+        kind = part.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise _wrong_type(f"{where}.type", "a string", kind)
+        if kind in _TEXT_PARTS:
+            texts.append(_req_str(part, "text", f"{where}.text"))
+        elif kind == "refusal" and allow_refusal:
+            texts.append(_req_str(part, "refusal", f"{where}.refusal"))
+        elif kind in _SKIPPED_PARTS:
+            continue
+        elif kind is None:
+            raise _missing(f"{where}.type")
+        else:
+            raise _bad(
+                f"Invalid value for '{where}.type': {json.dumps(kind)}. Supported values are: 'input_text', "
+                "'input_image', 'input_file', 'output_text' and 'refusal'.",
+                f"{where}.type",
+            )
+    return "\n".join(texts)
+
+
+@attrs.frozen
+class _Parsed:
+    messages: tuple[Message, ...]
+    system: tuple[str, ...]
+
+
+def _parse_input(value: Any) -> _Parsed:
+    if value is None:
+        return _Parsed((), ())
+    if isinstance(value, str):
+        return _Parsed((Message(role="user", text=value),), ())
+    if not isinstance(value, list):
+        raise _wrong_type("input", "a string or an array of input items", value)
+    names: dict[str, str] = {}
+    for item in value:
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            call_id, name = item.get("call_id"), item.get("name")
+            if isinstance(call_id, str) and isinstance(name, str):
+                names.setdefault(call_id, name)
+    messages: list[Message] = []
+    system: list[str] = []
+    for i, item in enumerate(value):
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise _wrong_type(where, "an object", item)
+        kind = item.get("type", "message" if "role" in item else None)
+        if kind is not None and not isinstance(kind, str):
+            raise _wrong_type(f"{where}.type", "a string", kind)
+        if kind == "message":
+            role_name = _req_str(item, "role", f"{where}.role")
+            role = _ROLES.get(role_name)
+            if role is None:
+                raise _bad(
+                    f"Invalid value for '{where}.role': {json.dumps(role_name)}. Supported values are: 'user', "
+                    "'assistant', 'system', and 'developer'.",
+                    f"{where}.role",
+                )
+            if "content" not in item:
+                raise _missing(f"{where}.content")
+            text = _content_text(item["content"], f"{where}.content")
+            if role == "system":
+                system.append(text)
+            messages.append(Message(role=role, text=text, index=i))
+        elif kind == "function_call":
+            call_id = _req_str(item, "call_id", f"{where}.call_id")
+            name = _req_str(item, "name", f"{where}.name")
+            arguments = _req_str(item, "arguments", f"{where}.arguments")
+            call = ToolCall(id=call_id, name=name, arguments=_parse_arguments(arguments))
+            if messages and messages[-1].role == "assistant":
+                last = messages[-1]
+                messages[-1] = attrs.evolve(last, tool_calls=(*last.tool_calls, call))
+            else:
+                messages.append(Message(role="assistant", tool_calls=(call,), index=i))
+        elif kind == "function_call_output":
+            call_id = _req_str(item, "call_id", f"{where}.call_id")
+            if "output" not in item:
+                raise _missing(f"{where}.output")
+            output = _content_text(item["output"], f"{where}.output", allow_refusal=False)
+            result = ToolResult(call_id=call_id, name=names.get(call_id), content=output)
+            messages.append(Message(role="tool", tool_result=result, index=i))
+        elif kind in _SKIPPED_ITEMS:
+            continue
+        elif kind is None:
+            raise _missing(f"{where}.type")
+        else:
+            raise _bad(
+                f"Invalid value for '{where}.type': {json.dumps(kind)}. Supported values are: 'message', "
+                "'function_call', 'function_call_output', 'reasoning' and 'item_reference'.",
+                f"{where}.type",
+            )
+    return _Parsed(tuple(messages), tuple(system))
+
+
+def _parse_tools(value: Any) -> tuple[Tool, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _wrong_type("tools", "an array", value)
+    tools: list[Tool] = []
+    for i, spec in enumerate(value):
+        where = f"tools[{i}]"
+        if not isinstance(spec, dict):
+            raise _wrong_type(where, "an object", spec)
+        kind = _req_str(spec, "type", f"{where}.type")
+        if kind != "function":
+            continue  # built-in tools (web_search, file_search, ...) are not callable functions
+        name = _req_str(spec, "name", f"{where}.name")
+        description = _opt_str(spec, "description", f"{where}.description") or ""
+        parameters = spec.get("parameters")
+        if parameters is None:
+            parameters = {}
+        if not isinstance(parameters, dict):
+            raise _wrong_type(f"{where}.parameters", "an object", parameters)
+        tools.append(Tool(name=name, description=description, parameters=parameters))
+    return tuple(tools)
+
+
+def _instructions(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(m.text for m in _parse_input(value).messages)
+    raise _wrong_type("instructions", "a string", value)
+
+
+class ResponsesAdapter:
+    provider: Provider = "responses"
+
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        auth = http.headers.get("authorization", "")
+        scheme, _, key = auth.strip().partition(" ")
+        if scheme.lower() == "bearer" and key.strip():
+            return None
+        return ProviderError(401, _NO_KEY)
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        data = _load_body(http.body)
+        model = _req_str(data, "model", "model")
+        stream = data.get("stream")
+        if stream is not None and not isinstance(stream, bool):
+            raise _wrong_type("stream", "a boolean", stream)
+        previous = _opt_str(data, "previous_response_id", "previous_response_id")
+        if "input" not in data and previous is None and data.get("instructions") is None:
+            raise _missing("input")
+        instructions = _instructions(data.get("instructions"))
+        parsed = _parse_input(data.get("input"))
+        system = ((instructions,) if instructions else ()) + parsed.system
+        return ChatRequest(
+            provider=self.provider,
+            endpoint=http.path,
+            model=model,
+            stream=bool(stream),
+            messages=parsed.messages,
+            system="\n".join(system),
+            tools=_parse_tools(data.get("tools")),
+            headers=dict(http.headers),
+            body=data,
+            previous_response_id=previous,
+        )
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        if chat.previous_response_id is not None:
+            return  # earlier calls live in the stored response the engine prepends
+        seen: set[str] = set()
+        for m in chat.messages:
+            for call in m.tool_calls:
+                if call.id is not None:
+                    seen.add(call.id)
+            result = m.tool_result
+            if result is not None and result.call_id not in seen:
+                raise _bad(
+                    f"No tool call found for function call output with call_id {result.call_id} (input[{m.index}]).",
+                    "input",
+                    None,
+                )
+
+    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        headers = (("x-request-id", ctx.request_id),)
+        if chat.stream:
+            return Rendered(200, _SSE, headers=headers, frames=_stream(plan, chat, ctx))
+        output = [item for item, _ in _output(plan, ctx.response_id)]
+        return Rendered(
+            200, _JSON, headers=headers, body=common.json_bytes(_response(plan, chat, ctx, output, final=True))
+        )
+
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
+    ) -> Rendered:
+        kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+        body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+        return Rendered(status, _JSON, headers=(("x-request-id", ctx.request_id),), body=common.json_bytes(body))
+
+    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+        error = {"type": "server_error", "code": "server_error", "message": message, "param": None}
+        payload = {"type": "error", "code": "server_error", "message": message, "param": None, "error": error}
+        return _event("error", payload)
+
+
+# ---- rendering ----
+
+
+def _status(plan: Plan) -> tuple[str, dict[str, str] | None]:
+    if plan.finish == "length":
+        return "incomplete", {"reason": "max_output_tokens"}
+    if plan.finish == "content_filter":
+        return "incomplete", {"reason": "content_filter"}
+    return "completed", None
+
+
+def _usage(plan: Plan) -> dict[str, Any]:
+    reasoning = min(tokens.estimate(plan.thinking), plan.output_tokens) if plan.thinking else 0
+    return {
+        "input_tokens": plan.input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": plan.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": plan.input_tokens + plan.output_tokens,
+    }
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def _message_parts(plan: Plan) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if plan.text or not plan.refusal:
+        parts.append(_text_part(plan.text))
+    if plan.refusal:
+        parts.append({"type": "refusal", "refusal": plan.refusal})
+    return parts
+
+
+def _reasoning_item(plan: Plan, rid: str) -> dict[str, Any]:
+    return {"type": "reasoning", "id": f"rs_{rid}", "summary": [{"type": "summary_text", "text": plan.thinking}]}
+
+
+def _message_item(plan: Plan, rid: str) -> dict[str, Any]:
+    status = "completed" if plan.finish in ("stop", "tool_calls") else "incomplete"
+    return {
+        "type": "message",
+        "id": f"msg_{rid}",
+        "status": status,
+        "role": "assistant",
+        "content": _message_parts(plan),
+    }
+
+
+def _call_item(call: PlannedToolCall, rid: str, i: int) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": f"fc_{rid}_{i}",
+        "call_id": call.id_for("call_"),
+        "name": call.name,
+        "arguments": call.arguments_json,
+        "status": "completed",
+    }
+
+
+_Item = tuple[dict[str, Any], PlannedToolCall | None]
+
+
+def _output(plan: Plan, rid: str) -> list[_Item]:
+    """The final output items in order, each with the planned call it renders (None for others)."""
+    items: list[_Item] = []
+    if plan.thinking:
+        items.append((_reasoning_item(plan, rid), None))
+    if plan.text or plan.refusal or not plan.tool_calls:
+        items.append((_message_item(plan, rid), None))
+    items.extend((_call_item(call, rid, i), call) for i, call in enumerate(plan.tool_calls))
+    return items
+
+
+def _response(
+    plan: Plan, chat: ChatRequest, ctx: RenderContext, output: list[dict[str, Any]], final: bool
+) -> dict[str, Any]:
+    body: Mapping[str, Any] = chat.body if isinstance(chat.body, dict) else {}
+    status, incomplete = _status(plan) if final else ("in_progress", None)
+
+    def echo(key: str, default: Any) -> Any:
+        value = body.get(key)
+        return default if value is None else value
+
+    return {
+        "id": f"resp_{ctx.response_id}",
+        "object": "response",
+        "created_at": ctx.created,
+        "status": status,
+        "error": None,
+        "incomplete_details": incomplete,
+        "instructions": body.get("instructions"),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "model": plan.model,
+        "output": output,
+        "parallel_tool_calls": echo("parallel_tool_calls", True),
+        "previous_response_id": chat.previous_response_id,
+        "reasoning": echo("reasoning", {"effort": None, "summary": None}),
+        "store": echo("store", True),
+        "temperature": echo("temperature", 1.0),
+        "text": echo("text", {"format": {"type": "text"}}),
+        "tool_choice": echo("tool_choice", "auto"),
+        "tools": echo("tools", []),
+        "top_p": echo("top_p", 1.0),
+        "truncation": echo("truncation", "disabled"),
+        "usage": _usage(plan) if final else None,
+        "user": body.get("user"),
+        "metadata": echo("metadata", {}),
+    }
+
+
+def _event(kind: str, payload: Mapping[str, Any]) -> bytes:
+    return b"event: " + kind.encode() + b"\ndata: " + common.json_bytes(payload) + b"\n\n"
+
+
+class _Events:
+    """Collects stream events, numbering them in order."""
+
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+
+    def add(self, kind: str, content: bool = False, **fields: Any) -> None:
+        payload = {"type": kind, "sequence_number": len(self.frames), **fields}
+        self.frames.append(Frame(_event(kind, payload), content=content))
+
+
+def _stream(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> tuple[Frame, ...]:
+    rid = ctx.response_id
+    ev = _Events()
+    ev.add("response.created", response=_response(plan, chat, ctx, [], final=False))
+    ev.add("response.in_progress", response=_response(plan, chat, ctx, [], final=False))
+    final = _output(plan, rid)
+    for index, (item, call) in enumerate(final):
+        if call is not None:
+            _stream_call(ev, call, item, index)
+        elif item["type"] == "reasoning":
+            _stream_reasoning(ev, plan, item, index)
+        else:
+            _stream_message(ev, plan, item, index)
+    output = [item for item, _ in final]
+    done = _response(plan, chat, ctx, output, final=True)
+    ev.add("response.completed" if done["status"] == "completed" else "response.incomplete", response=done)
+    return tuple(ev.frames)
+
+
+def _stream_reasoning(ev: _Events, plan: Plan, item: dict[str, Any], index: int) -> None:
+    thinking = plan.thinking or ""
+    ids = {"item_id": item["id"], "output_index": index, "summary_index": 0}
+    ev.add("response.output_item.added", output_index=index, item={**item, "summary": []})
+    ev.add("response.reasoning_summary_part.added", **ids, part={"type": "summary_text", "text": ""})
+    for piece in common.pieces(plan.thinking_chunks, thinking):
+        ev.add("response.reasoning_summary_text.delta", content=True, **ids, delta=piece)
+    ev.add("response.reasoning_summary_text.done", **ids, text=thinking)
+    ev.add("response.reasoning_summary_part.done", **ids, part={"type": "summary_text", "text": thinking})
+    ev.add("response.output_item.done", output_index=index, item=item)
+
+
+def _stream_message(ev: _Events, plan: Plan, item: dict[str, Any], index: int) -> None:
+    added = {**item, "status": "in_progress", "content": []}
+    ev.add("response.output_item.added", output_index=index, item=added)
+    for part_index, part in enumerate(item["content"]):
+        ids = {"item_id": item["id"], "output_index": index, "content_index": part_index}
+        if part["type"] == "output_text":
+            ev.add("response.content_part.added", **ids, part=_text_part(""))
+            for piece in common.pieces(plan.text_chunks, plan.text):
+                ev.add("response.output_text.delta", content=True, **ids, delta=piece, logprobs=[])
+            ev.add("response.output_text.done", **ids, text=plan.text, logprobs=[])
+        else:
+            ev.add("response.content_part.added", **ids, part={"type": "refusal", "refusal": ""})
+            ev.add("response.refusal.delta", content=True, **ids, delta=part["refusal"])
+            ev.add("response.refusal.done", **ids, refusal=part["refusal"])
+        ev.add("response.content_part.done", **ids, part=part)
+    ev.add("response.output_item.done", output_index=index, item=item)
+
+
+def _stream_call(ev: _Events, call: PlannedToolCall, item: dict[str, Any], index: int) -> None:
+    ev.add("response.output_item.added", output_index=index, item={**item, "arguments": "", "status": "in_progress"})
+    ids = {"item_id": item["id"], "output_index": index}
+    for piece in common.pieces(call.argument_chunks, call.arguments_json):
+        ev.add("response.function_call_arguments.delta", content=True, **ids, delta=piece)
+    ev.add("response.function_call_arguments.done", **ids, name=call.name, arguments=call.arguments_json)
+    ev.add("response.output_item.done", output_index=index, item=item)

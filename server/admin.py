@@ -1,0 +1,213 @@
+"""The admin API under ``/_mockllm/`` (server spec §5): JSON in and out, for test harnesses.
+
+Answers loopback clients only, unless an admin token is set; then it needs
+``Authorization: Bearer TOKEN`` from every client."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+
+from mockllm.dsl.compiled import CompiledLibrary
+from mockllm.dsl.diagnostics import Diagnostic
+from mockllm.server.options import ServerOptions
+
+if TYPE_CHECKING:
+    from mockllm.runtime.engine import Engine
+
+ADMIN_PREFIX = "/_mockllm"
+ADMIN_FILE = "<admin>"
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("mockllm")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def _refusal(request: Request, options: ServerOptions) -> Response | None:
+    """None when the caller may use the admin API, else the 401/403 to answer."""
+    token = options.admin_token
+    if token:
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if not given:
+            return json_response({"error": "mockllm: the admin API needs 'Authorization: Bearer TOKEN'"}, 401)
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+            return json_response({"error": "mockllm: wrong admin token"}, 403)
+        return None
+    host = request.client.host if request.client is not None else None
+    if not _is_loopback(host):
+        message = (
+            f"mockllm: the admin API answers only loopback clients (this one is {host}); "
+            "start the server with --admin-token to allow others"
+        )
+        return json_response({"error": message}, 403)
+    return None
+
+
+async def _read_limited(request: Request, limit: int) -> bytes | None:
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def scenario_summary(library: CompiledLibrary | None) -> list[dict[str, Any]]:
+    if library is None:
+        return []
+    out = []
+    for m in library.machines:
+        span = m.span
+        out.append(
+            {
+                "name": m.name,
+                "file": m.file or span.file,
+                "line": span.line,
+                "location": span.location() if span.line > 0 else (m.file or span.file),
+                "priority": m.priority,
+                "tags": list(m.tags),
+                "order": "any" if m.order_any else "file",
+                "steps": [s.name for s in m.steps],
+            }
+        )
+    return out
+
+
+def compile_text(text: str, is_json: bool) -> tuple[CompiledLibrary | None, list[Diagnostic], dict[str, str]]:
+    """Compile a library posted to the admin API: (library or None, diagnostics, sources)."""
+    from mockllm.dsl.compiler import compile_library
+    from mockllm.dsl.loader import load_text
+
+    file = ADMIN_FILE + ".json" if is_json else ADMIN_FILE  # the loader reads `.json` names as the JSON form
+    library = load_text(text, file=file)
+    compiled, diagnostics = compile_library(library)
+    sources = dict(library.sources)
+    sources.setdefault(file, text)
+    return compiled, list(diagnostics), sources
+
+
+def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
+    from mockllm.dsl.diagnostics import render, to_json
+
+    version = _version()
+
+    def guarded(endpoint: Endpoint) -> Endpoint:
+        async def wrapper(request: Request) -> Response:
+            refused = _refusal(request, options)
+            if refused is not None:
+                return refused
+            return await endpoint(request)
+
+        return wrapper
+
+    async def health(request: Request) -> Response:
+        library = engine.library
+        return json_response(
+            {
+                "status": "ok",
+                "version": version,
+                "scenarios": len(library.machines) if library is not None else 0,
+                "steps": library.step_count() if library is not None else 0,
+            }
+        )
+
+    async def scenarios(request: Request) -> Response:
+        if request.method == "DELETE":
+            engine.load(None)  # no scenarios: the echo responder answers everything
+            return json_response({"cleared": True})
+        if request.method == "POST":
+            return await _load(request)
+        return json_response(scenario_summary(engine.library))
+
+    async def _load(request: Request) -> Response:
+        raw = await _read_limited(request, options.max_body_bytes)
+        if raw is None:
+            return json_response({"error": f"mockllm: body larger than {options.max_body_bytes} bytes"}, 413)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return json_response(
+                {"error": f"mockllm: the body is not UTF-8 text ({exc.reason} at byte {exc.start})"}, 400
+            )
+        is_json = request.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+        compiled, diagnostics, sources = compile_text(text, is_json)
+        errors = [d for d in diagnostics if d.is_error]
+        if errors or compiled is None:
+            return json_response({"errors": [to_json(d) for d in errors], "text": render(errors, sources)}, 400)
+        from mockllm.dsl.compiler import merge
+
+        base = engine.library
+        names = [m.name for m in compiled.machines]
+        replaced = [m.name for m in base.machines if m.name in set(names)] if base is not None else []
+        if compiled.machines or compiled.fallback is not None:  # an empty text changes nothing
+            engine.load(merge(base, compiled) if base is not None else compiled)
+        warnings = [d for d in diagnostics if not d.is_error]
+        return json_response(
+            {
+                "loaded": names,
+                "replaced": replaced,
+                "warnings": [to_json(d) for d in warnings],
+                "text": render(warnings, sources),
+            }
+        )
+
+    async def reset(request: Request) -> Response:
+        conversation = request.query_params.get("conversation")
+        engine.reset(conversation)
+        return json_response({"reset": conversation if conversation is not None else "all"})
+
+    async def requests(request: Request) -> Response:
+        return json_response(engine.journal())
+
+    async def conversations(request: Request) -> Response:
+        return json_response(engine.conversations())
+
+    async def verify(request: Request) -> Response:
+        return json_response(engine.verify())
+
+    return Mount(
+        ADMIN_PREFIX,
+        routes=[
+            Route("/health", guarded(health), methods=["GET"]),
+            Route("/scenarios", guarded(scenarios), methods=["GET", "POST", "DELETE"]),
+            Route("/reset", guarded(reset), methods=["POST"]),
+            Route("/requests", guarded(requests), methods=["GET"]),
+            Route("/conversations", guarded(conversations), methods=["GET"]),
+            Route("/verify", guarded(verify), methods=["GET"]),
+        ],
+    )

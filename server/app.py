@@ -1,0 +1,399 @@
+"""The Starlette application: adapts HTTP to the pure core (adapters + engine) and back.
+
+Provider routes are plain ASGI endpoints (they read the body with a limit, watch for the client
+leaving and stream frame by frame); the admin API under ``/_mockllm/`` is ordinary Starlette."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
+from mockllm.runtime.request import HttpRequest, Provider
+from mockllm.server.admin import ADMIN_PREFIX, admin_mount
+from mockllm.server.options import ServerOptions
+from mockllm.server.responder import Delivery, deliver, header_bytes, send_whole
+from mockllm.server.routes import GEMINI_METHODS, ROUTES, RouteSpec, adapter_for, provider_for
+from mockllm.server.routes import split_model_path as _split
+from mockllm.server.streaming import Channel
+
+if TYPE_CHECKING:
+    from mockllm.runtime.engine import Engine
+
+log = logging.getLogger("mockllm.server")
+
+_GLOB_CHARS = frozenset("*?[")
+_DRAIN_CAP = 256 * 1024 * 1024  # unread request bodies are dropped up to this, then the connection closes
+
+
+class ServerState:
+    """What every request handler shares: the engine, the options, the models seen so far."""
+
+    def __init__(self, engine: Engine, options: ServerOptions, adapters: Mapping[Provider, Adapter] | None) -> None:
+        self.engine = engine
+        self.options = options
+        self._adapters = dict(adapters or {})
+        self._requested: dict[str, None] = {}
+        self._ids = itertools.count(1)
+        self._closing: asyncio.Event | None = None
+
+    @property
+    def closing(self) -> asyncio.Event:
+        """Set when the server is stopping: hangs and streams end early (created in the serving loop)."""
+        if self._closing is None:
+            self._closing = asyncio.Event()
+        return self._closing
+
+    def adapter(self, provider: Provider) -> Adapter:
+        return self._adapters.get(provider) or adapter_for(provider)
+
+    def context(self, response_id: str | None = None) -> RenderContext:
+        rid = response_id or f"{next(self._ids):06x}{uuid.uuid4().hex[:18]}"
+        return RenderContext(
+            response_id=rid,
+            created=int(self.options.clock.now()),
+            request_id="req_" + uuid.uuid4().hex[:24],
+        )
+
+    def note_model(self, model: str) -> None:
+        if model and len(self._requested) < 10_000:
+            self._requested[model] = None
+
+    def model_ids(self) -> list[str]:
+        """Every plain model name in the library's `model is` / `model glob` conditions, then every
+        model requested so far."""
+        out: dict[str, None] = {}
+        library = self.engine.library
+        if library is not None:
+            for machine in library.machines:
+                for step in machine.steps:
+                    for cond in step.conditions:
+                        value = cond.predicate.value
+                        if (
+                            cond.subject.kind == "model"
+                            and cond.predicate.op in ("is", "glob")
+                            and isinstance(value, str)
+                            and value
+                            and not _GLOB_CHARS.intersection(value)
+                        ):
+                            out[value] = None
+        out.update(self._requested)
+        return list(out)
+
+
+def to_response(rendered: Rendered, extra: list[tuple[str, str]] | None = None) -> Response:
+    """A Starlette response for a non-streamed :class:`Rendered` (used by error handlers)."""
+    response = Response(rendered.body, status_code=rendered.status, media_type=rendered.media_type)
+    for name, value in header_bytes([*rendered.headers, *(extra or [])]):
+        response.headers[name.decode()] = value.decode("latin-1")
+    return response
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading the request
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", []):
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def _query(scope: Scope) -> dict[str, str]:
+    raw = scope.get("query_string", b"").decode("latin-1")
+    return dict(parse_qsl(raw, keep_blank_values=True))
+
+
+async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes | None:
+    """The whole request body, or None as soon as it is known to exceed ``limit`` bytes (from
+    ``content-length`` before reading anything, else while reading)."""
+    declared = headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+class DrainBody:
+    """ASGI middleware: before a response starts, read and drop whatever of the request body the
+    handler left unread (404s, 405s, GETs with a body, a refused oversized body). Hypercorn closes a
+    keep-alive connection whose request was not fully received when the response ends, and the client's
+    next request on it would fail; draining first keeps the connection usable. Bodies beyond
+    ``_DRAIN_CAP`` are not drained: that response says ``connection: close``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        done = False
+
+        async def tracked_receive() -> Message:
+            nonlocal done
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                done = True
+            return message
+
+        async def draining_send(message: Message) -> None:
+            nonlocal done
+            if message["type"] == "http.response.start" and not done:
+                seen = 0
+                while not done and seen <= _DRAIN_CAP:
+                    seen += len((await tracked_receive()).get("body", b""))
+                if not done:
+                    message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, tracked_receive, draining_send)
+
+
+# ------------------------------------------------------------------------------------------------
+# Provider endpoints
+
+
+class ProviderEndpoint:
+    """The ASGI app behind one provider route."""
+
+    def __init__(self, state: ServerState, spec: RouteSpec) -> None:
+        self.state = state
+        self.spec = spec
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = self.state
+        method = scope["method"]
+        path = scope["path"]
+        headers = _headers(scope)
+        provider = self.spec.provider or provider_for(path, headers)
+        path_params: dict[str, str] = {}
+        handler = self.spec.handler
+        if handler == "model_path":
+            model, gmethod = _split(str(scope.get("path_params", {}).get("rest", "")))
+            if gmethod is not None:
+                provider = "gemini"
+            route_error = _model_path_error(method, model, gmethod)
+            if route_error is not None:
+                channel = Channel(receive, send)
+                await send_whole(channel, _route_error(state, provider, route_error, method, path))
+                return
+            path_params = {"model": model}
+            if gmethod is not None:
+                path_params["method"] = gmethod
+        adapter = state.adapter(provider)
+        channel = Channel(receive, send)
+        track: list[int] = []  # the journal entry, once the engine has one
+        try:
+            body = await read_body(receive, headers, state.options.max_body_bytes)
+            if body is None:
+                limit = state.options.max_body_bytes
+                message = f"mockllm: request body is larger than the limit of {limit} bytes"
+                await send_whole(channel, adapter.render_error(413, message, state.context(), "request_too_large"))
+                return
+            channel.watch()
+            http = HttpRequest(method, path, _query(scope), headers, body, path_params)
+            gemini_generate = path_params.get("method") in ("generateContent", "streamGenerateContent")
+            if handler == "chat" or gemini_generate:
+                await self._chat(http, adapter, channel, track)
+            else:
+                await self._other(http, provider, adapter, channel)
+        except Exception as exc:  # a bug, never the user's input: answer 500 in the provider's shape
+            log.exception("mockllm: internal error while answering %s %s", method, path)
+            if not channel.started:
+                text = f"mockllm: internal error: {type(exc).__name__}: {exc}"
+                await send_whole(channel, adapter.render_error(500, text, state.context()))
+            if track:
+                self._finish(track[0], Delivery(channel.status or 500, note="internal error"))
+        finally:
+            await channel.close()
+
+    async def _chat(self, http: HttpRequest, adapter: Adapter, channel: Channel, track: list[int]) -> None:
+        state = self.state
+        ctx = state.context()
+        if not state.options.no_auth:
+            denied = adapter.check_auth(http)
+            if denied is not None:
+                await send_whole(channel, adapter.render_error(denied.status, denied.message, ctx, denied.code))
+                return
+        try:
+            chat = adapter.parse(http)
+            if not state.options.lenient:
+                adapter.validate_history(chat)
+        except ProviderError as err:
+            await send_whole(channel, adapter.render_error(err.status, err.message, ctx, err.code, err.param))
+            return
+        state.note_model(chat.model)
+        outcome = state.engine.handle(chat)
+        track.append(outcome.entry_id)
+        ctx = state.context(outcome.response_id or None)
+        recorded: list[Delivery] = []
+
+        def record(delivery: Delivery) -> None:
+            recorded.append(delivery)
+            self._finish(outcome.entry_id, delivery)
+
+        delivery = await deliver(outcome, chat, adapter, ctx, channel, state.options, state.closing, record)
+        if not recorded or recorded[-1] != delivery:
+            self._finish(outcome.entry_id, delivery)
+
+    def _finish(self, entry: int, delivery: Delivery) -> None:
+        try:
+            self.state.engine.finish(entry, delivery.status, client_gone=delivery.client_gone, note=delivery.note)
+        except Exception:
+            log.exception("mockllm: could not record the end of journal entry %s", entry)
+
+    async def _other(self, http: HttpRequest, provider: Provider, adapter: Adapter, channel: Channel) -> None:
+        """Model listings, token counts, Ollama's tags/version and the root banner."""
+        state = self.state
+        ctx = state.context()
+        handler = self.spec.handler
+        if handler == "root":
+            rendered = Rendered(200, "text/plain; charset=utf-8", body=b"Ollama is running")
+            await send_whole(channel, rendered, [("x-mockllm", "mockllm")])
+            return
+        if not state.options.no_auth and provider != "ollama":
+            denied = adapter.check_auth(http)
+            if denied is not None:
+                await send_whole(channel, adapter.render_error(denied.status, denied.message, ctx, denied.code))
+                return
+        try:
+            rendered = self._render_other(handler, http, provider, ctx)
+        except ProviderError as err:
+            rendered = adapter.render_error(err.status, err.message, ctx, err.code, err.param)
+        await send_whole(channel, rendered)
+
+    def _render_other(self, handler: str, http: HttpRequest, provider: Provider, ctx: RenderContext) -> Rendered:
+        ids = self.state.model_ids()
+        if handler == "count_tokens":
+            from mockllm.runtime.providers import anthropic
+
+            return anthropic.count_tokens(http, ctx)
+        if handler == "model_path":  # countTokens, or GET /v1/models/{id}
+            if http.path_params.get("method") == "countTokens":
+                from mockllm.runtime.providers import gemini
+
+                return gemini.count_tokens(http, ctx)
+            from mockllm.runtime.providers import openai_chat
+
+            return openai_chat.model_response(http.path_params["model"], ctx)
+        if handler == "tags":
+            from mockllm.runtime.providers import ollama
+
+            return ollama.tags_response(ids, ctx)
+        if handler == "version":
+            from mockllm.runtime.providers import ollama
+
+            return ollama.version_response(ctx)
+        # handler == "models"
+        if provider == "anthropic":
+            from mockllm.runtime.providers import anthropic
+
+            return anthropic.models_response(ids, ctx)
+        if provider == "gemini":
+            from mockllm.runtime.providers import gemini
+
+            return gemini.models_response(ids, ctx)
+        from mockllm.runtime.providers import openai_chat
+
+        return openai_chat.models_response(ids, ctx)
+
+
+def _model_path_error(method: str, model: str, gmethod: str | None) -> int | None:
+    """404/405 for `/…/models/{rest}` requests that name no known operation."""
+    if not model:
+        return 404
+    if gmethod is None:
+        return None if method in ("GET", "HEAD") else 405
+    if gmethod not in GEMINI_METHODS:
+        return 404
+    return None if method == "POST" else 405
+
+
+def _route_error(state: ServerState, provider: Provider, status: int, method: str, path: str) -> Rendered:
+    if status == 405:
+        message = f"mockllm: method {method} is not allowed on {path}"
+    else:
+        message = f"mockllm: unknown route {method} {path}"
+    return state.adapter(provider).render_error(status, message, state.context())
+
+
+# ------------------------------------------------------------------------------------------------
+# The application
+
+
+def create_app(
+    engine: Engine,
+    options: ServerOptions | None = None,
+    *,
+    adapters: Mapping[Provider, Adapter] | None = None,
+) -> Starlette:
+    """The ASGI application serving ``engine``. ``app.state.mockllm`` is its :class:`ServerState`."""
+    opts = options or ServerOptions()
+    state = ServerState(engine, opts, adapters)
+    routes: list[BaseRoute] = [
+        Route(spec.path, ProviderEndpoint(state, spec), methods=list(spec.methods)) for spec in ROUTES
+    ]
+    routes.append(admin_mount(engine, opts))
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        path = request.url.path
+        method = request.method
+        status = exc.status_code
+        if path.startswith(ADMIN_PREFIX):
+            return JSONResponse({"error": exc.detail}, status_code=status, headers=exc.headers)
+        if status not in (404, 405):
+            log.warning("mockllm: unexpected HTTP error %s for %s %s", status, method, path)
+        provider = provider_for(path, _headers(request.scope))
+        rendered = _route_error(state, provider, 405 if status == 405 else 404, method, path)
+        return to_response(rendered, list((exc.headers or {}).items()))
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.error("mockllm: internal error while answering %s %s", request.method, request.url.path, exc_info=exc)
+        text = f"mockllm: internal error: {type(exc).__name__}: {exc}"
+        if request.url.path.startswith(ADMIN_PREFIX):
+            return JSONResponse({"error": text}, status_code=500)
+        return PlainTextResponse(text, status_code=500)
+
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(DrainBody)],
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+    )
+    app.state.mockllm = state
+    return app
+
+
+def server_state(app: Any) -> ServerState:
+    state = app.state.mockllm
+    assert isinstance(state, ServerState)
+    return state

@@ -1,0 +1,117 @@
+"""An in-process server on a real loopback socket, in a daemon thread with its own event loop, so
+streaming timing and disconnects are real (the ASGI test clients buffer whole bodies)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from mockllm.server.options import ServerOptions
+
+if TYPE_CHECKING:
+    from mockllm.dsl.compiled import CompiledLibrary
+    from mockllm.runtime.engine import Engine
+
+_START_TIMEOUT_S = 10.0
+
+
+class BackgroundServer:
+    """``with BackgroundServer(library) as server: httpx.get(server.url + "/_mockllm/health")``.
+
+    ``engine_or_library`` is an :class:`Engine`, a compiled library, or None for the echo responder."""
+
+    def __init__(
+        self,
+        engine_or_library: Engine | CompiledLibrary | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        options: ServerOptions | None = None,
+    ) -> None:
+        from mockllm.runtime.engine import Engine
+        from mockllm.server.app import create_app
+
+        self.options = options or ServerOptions()
+        if isinstance(engine_or_library, Engine):
+            self.engine = engine_or_library
+        else:
+            self.engine = Engine(engine_or_library, clock=self.options.clock)
+        self.app = create_app(self.engine, self.options)
+        self.host = host
+        self.port = port
+        self.url = ""
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    def start(self) -> BackgroundServer:
+        """Bind, start serving, and return once the server accepts connections."""
+        from mockllm.server.runner import bind_socket, url_for
+
+        if self._thread is not None:
+            return self
+        sock = bind_socket(self.host, self.port)
+        self.port = sock.getsockname()[1]
+        self.url = url_for(self.host, sock)
+        self._thread = threading.Thread(target=self._run, args=(sock,), name=f"mockllm-{self.port}", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(_START_TIMEOUT_S):
+            raise RuntimeError(f"mockllm: the server on {self.url} did not start within {_START_TIMEOUT_S:g}s")
+        if self._error is not None:
+            raise RuntimeError(f"mockllm: the server on {self.url} failed to start: {self._error}") from self._error
+        return self
+
+    def _run(self, sock: object) -> None:
+        import socket
+
+        from mockllm.server.app import server_state
+        from mockllm.server.runner import serve_hypercorn
+
+        assert isinstance(sock, socket.socket)
+        app = self.app
+
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            stop = self._stop
+
+            async def trigger() -> None:
+                # Hypercorn awaits this only once it is accepting connections.
+                self._ready.set()
+                await stop.wait()
+                server_state(app).closing.set()
+
+            await serve_hypercorn(app, sock, trigger, graceful_timeout=0.5)
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            sock.close()
+            self._ready.set()
+
+    def stop(self) -> None:
+        """Stop serving: open hangs and streams end, and the thread is joined (well under a second)."""
+        thread, loop, stop = self._thread, self._loop, self._stop
+        if thread is None:
+            return
+        if loop is not None and stop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(stop.set)
+            except RuntimeError:  # the loop already closed
+                pass
+        thread.join(5.0)
+        self._thread = None
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

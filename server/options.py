@@ -1,0 +1,26 @@
+"""How a running server behaves: the knobs of `mockllm serve` and the seams tests replace."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import attrs
+
+from mockllm.runtime.clock import Clock, SystemClock
+
+Sleep = Callable[[float], Awaitable[None]]
+
+DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+DEFAULT_HANG_LIMIT_S = 300.0
+
+
+@attrs.frozen
+class ServerOptions:
+    no_auth: bool = False  # skip the per-provider credential checks
+    lenient: bool = False  # skip history validation (tool results answering calls, role order)
+    admin_token: str | None = None  # when set, /_mockllm/ needs `Authorization: Bearer TOKEN`, from anywhere
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    hang_limit_s: float = DEFAULT_HANG_LIMIT_S  # how long a `hang` reply holds the connection at most
+    sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
+    clock: Clock = attrs.field(factory=SystemClock, eq=False)

@@ -1,0 +1,239 @@
+"""Turn an engine :class:`Outcome` and the provider's adapter into what goes on the wire: latency,
+scripted errors, raw bodies, hangs, whole bodies and streams with their faults."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Literal
+
+import attrs
+
+from mockllm.runtime.outcome import Outcome
+from mockllm.runtime.plan import Plan
+from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
+from mockllm.runtime.request import ChatRequest
+from mockllm.server.options import ServerOptions
+from mockllm.server.streaming import Channel, Faults, write_frames
+
+log = logging.getLogger("mockllm.server")
+
+NO_MATCH_CODE = "mockllm_no_match"
+Record = Callable[["Delivery"], None]
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+@attrs.frozen
+class Delivery:
+    """How one reply went, for the journal."""
+
+    status: int  # the HTTP status sent (or that would have been, had the client stayed)
+    client_gone: bool = False
+    note: str | None = None
+
+
+def header_bytes(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """ASGI header pairs. Names that are not HTTP tokens are dropped; CR, LF and NUL are removed from
+    values, which are sent as UTF-8."""
+    out: list[tuple[bytes, bytes]] = []
+    for name, value in headers:
+        if not _TOKEN.match(name):
+            log.warning("mockllm: dropped response header with an invalid name %r", name)
+            continue
+        clean = str(value).replace("\r", " ").replace("\n", " ").replace("\0", "")
+        out.append((name.lower().encode("ascii"), clean.strip().encode("utf-8")))
+    return out
+
+
+def _response_headers(
+    rendered: Rendered, extra: Iterable[tuple[str, str]], length: int | None
+) -> list[tuple[str, str]]:
+    headers = list(rendered.headers)
+    headers.extend(extra)
+    names = {n.lower() for n, _ in headers}
+    if "content-type" not in names:
+        headers.insert(0, ("content-type", rendered.media_type))
+    if length is not None:
+        headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
+        headers.append(("content-length", str(length)))
+    return headers
+
+
+async def send_whole(
+    channel: Channel,
+    rendered: Rendered,
+    extra: Iterable[tuple[str, str]] = (),
+    before_end: Callable[[], None] | None = None,
+) -> int:
+    """Send a non-streamed response in one body message; returns its status. ``before_end`` runs just
+    before the body goes out (so the journal is final by the time the client has the answer)."""
+    body = rendered.body
+    await channel.start(rendered.status, header_bytes(_response_headers(rendered, extra, len(body))))
+    if before_end is not None:
+        before_end()
+    await channel.end(body)
+    return rendered.status
+
+
+def debug_headers(outcome: Outcome) -> list[tuple[str, str]]:
+    out = [("x-mockllm-conversation", outcome.conversation)]
+    if outcome.scenario is not None and outcome.step is not None:
+        out.append(("x-mockllm-step", f"{outcome.scenario}/{outcome.step}"))
+    return out
+
+
+def raw_rendered(plan: Plan) -> Rendered:
+    """A `status N` / `body {json}` reply, sent as written (a string body is sent as text)."""
+    status = plan.raw_status if plan.raw_status is not None else 200
+    if not plan.has_raw_body:
+        return Rendered(status=status, media_type="application/json")
+    if isinstance(plan.raw_body, str):
+        return Rendered(status=status, media_type="text/plain; charset=utf-8", body=plan.raw_body.encode("utf-8"))
+    body = json.dumps(plan.raw_body, ensure_ascii=False).encode("utf-8")
+    return Rendered(status=status, media_type="application/json", body=body)
+
+
+async def deliver(
+    outcome: Outcome,
+    chat: ChatRequest,
+    adapter: Adapter,
+    ctx: RenderContext,
+    channel: Channel,
+    options: ServerOptions,
+    closing: asyncio.Event,
+    record: Record,
+) -> Delivery:
+    """Send the reply ``outcome`` asks for; never raises for anything the script asked. ``record`` is
+    called with how it went before the response body ends cleanly; the caller records the returned
+    :class:`Delivery` too (for cut connections, which the client notices once this returns)."""
+    extra = debug_headers(outcome)
+    plan = outcome.plan
+    if plan is None:
+        report = outcome.no_match
+        message = report.message if report is not None else "mockllm: no step matched"
+        log.warning("%s", message)
+        delivery = Delivery(404)
+        no_match = adapter.render_error(404, message, ctx, NO_MATCH_CODE)
+        await send_whole(channel, no_match, extra, lambda: record(delivery))
+        return delivery
+    if plan.hang:
+        return await _hang(channel, options, closing, adapter, ctx, extra, record)
+
+    extra.extend(plan.headers)
+    rendered: Rendered
+    kind: Literal["error", "raw", "reply"]
+    if plan.is_error:
+        kind = "error"
+        status = plan.error_status if plan.error_status is not None else 500
+        rendered = adapter.render_error(status, plan.error_message or "", ctx)
+    elif plan.is_raw:
+        kind = "raw"
+        rendered = raw_rendered(plan)
+    else:
+        kind = "reply"
+        rendered = adapter.render(plan, chat, ctx)
+
+    if plan.latency_s > 0:
+        await options.sleep(plan.latency_s)
+        if channel.gone:
+            return Delivery(rendered.status, client_gone=True, note="client went away during latency")
+
+    if rendered.frames is None:
+        if kind == "reply" and (plan.disconnect_after is not None or plan.stream_error is not None):
+            return await _faulted_whole(plan, rendered, adapter, ctx, channel, extra, record)
+        delivery = Delivery(rendered.status)
+        await send_whole(channel, rendered, extra, lambda: record(delivery))
+        return Delivery(rendered.status, client_gone=channel.gone)
+
+    await channel.start(rendered.status, header_bytes(_response_headers(rendered, extra, None)))
+    faults = Faults(
+        disconnect_after=plan.disconnect_after,
+        error_after=(plan.stream_error_after or 0) if plan.stream_error is not None else None,
+        error_frame=adapter.stream_error_frame(plan.stream_error, ctx) if plan.stream_error is not None else b"",
+    )
+    result = await write_frames(
+        rendered.frames,
+        channel,
+        interval_s=plan.chunk_interval_s,
+        faults=faults,
+        sleep=options.sleep,
+        clock=options.clock,
+    )
+    if result.ending == "disconnect":
+        # Return without ending the body: the server closes the connection mid-message.
+        return Delivery(rendered.status, note=f"disconnect after {result.content_sent} chunks")
+    if result.ending == "client_gone":
+        return Delivery(rendered.status, client_gone=True, note=f"client went away after {result.content_sent} chunks")
+    note = f"stream error after {result.content_sent} chunks" if result.ending == "stream_error" else None
+    record(Delivery(rendered.status, note=note))
+    await channel.end()
+    return Delivery(rendered.status, client_gone=channel.gone, note=note)
+
+
+async def _faulted_whole(
+    plan: Plan,
+    rendered: Rendered,
+    adapter: Adapter,
+    ctx: RenderContext,
+    channel: Channel,
+    extra: list[tuple[str, str]],
+    record: Record,
+) -> Delivery:
+    """Stream faults asked of a client that did not stream: a disconnect sends half the declared
+    body and cuts the connection; a stream error becomes an error response with its message."""
+    if plan.disconnect_after is not None:
+        body = rendered.body
+        await channel.start(rendered.status, header_bytes(_response_headers(rendered, extra, len(body))))
+        await channel.write(body[: len(body) // 2])
+        return Delivery(rendered.status, note="disconnect mid-body")
+    error = adapter.render_error(500, plan.stream_error or "stream error", ctx)
+    delivery = Delivery(error.status, note="stream error (the client did not stream)")
+    await send_whole(channel, error, extra, lambda: record(delivery))
+    return delivery
+
+
+async def _hang(
+    channel: Channel,
+    options: ServerOptions,
+    closing: asyncio.Event,
+    adapter: Adapter,
+    ctx: RenderContext,
+    extra: list[tuple[str, str]],
+    record: Record,
+) -> Delivery:
+    """Send nothing until the client leaves, the server stops, or the hang limit passes.
+
+    An ASGI app cannot close a connection without answering (the server would send a bare 500), so
+    past the limit -- or when the server stops -- the client gets an explicit error in its provider's
+    shape saying why, marked not to be retried."""
+    loop = asyncio.get_running_loop()
+    limit = loop.create_task(_await(options.sleep(options.hang_limit_s)))
+    gone = loop.create_task(channel.wait_gone(options.hang_limit_s + 1.0))
+    stop = loop.create_task(closing.wait())
+    try:
+        await asyncio.wait({limit, gone, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (limit, gone, stop):
+            task.cancel()
+        for task in (limit, gone, stop):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if channel.gone:
+        return Delivery(0, client_gone=True, note="hang: the client gave up")
+    if closing.is_set():
+        status, note = 503, "hang: the server is stopping"
+    else:
+        status, note = 504, f"hang: held for the server's hang limit of {options.hang_limit_s:g}s"
+    delivery = Delivery(status, note=note)
+    rendered = adapter.render_error(status, f"mockllm: {note}", ctx)
+    headers = [*extra, ("x-should-retry", "false"), ("connection", "close")]
+    await send_whole(channel, rendered, headers, lambda: record(delivery))
+    return delivery
+
+
+async def _await(awaitable: Awaitable[None]) -> None:
+    await awaitable

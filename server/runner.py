@@ -1,0 +1,205 @@
+"""`mockllm serve`: load a library, bind a socket, print where it listens, serve until a signal.
+
+The socket is bound here (not by the ASGI server) so ``--port 0`` picks a free port that is known
+before the first line is printed, and the same binding code serves the in-process server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES, ServerOptions
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from mockllm.dsl.compiled import CompiledLibrary
+
+ENV_SCENARIOS = "MOCKLLM_SCENARIOS"
+UVICORN_MISSING = "mockllm: --server uvicorn needs the 'fast' extra: pip install 'mockllm[fast]'"
+
+log = logging.getLogger("mockllm.server")
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening, non-blocking TCP socket on ``host:port`` (port 0: a free one)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(1024)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def url_for(host: str, sock: socket.socket) -> str:
+    port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+async def serve_hypercorn(
+    app: Starlette,
+    sock: socket.socket,
+    shutdown_trigger: Callable[[], Awaitable[None]],
+    *,
+    graceful_timeout: float = 1.0,
+    errorlog: logging.Logger | str | None = None,
+) -> None:
+    """Run Hypercorn (asyncio) on an already bound socket until ``shutdown_trigger`` returns."""
+    from hypercorn.asyncio.run import worker_serve
+    from hypercorn.config import Config, Sockets
+    from hypercorn.utils import wrap_app
+
+    config = Config()
+    config.graceful_timeout = graceful_timeout
+    config.accesslog = None
+    config.errorlog = errorlog if errorlog is not None else logging.getLogger("hypercorn.error")
+    config.keep_alive_timeout = 75.0  # SDK connection pools keep idle connections; do not race them
+    sockets = Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[])
+    framework: Any = app  # Starlette's ASGI types are looser than Hypercorn's TypedDicts
+    wrapped = wrap_app(framework, config.wsgi_max_body_size, "asgi")
+    await worker_serve(wrapped, config, sockets=sockets, shutdown_trigger=shutdown_trigger)
+
+
+def run(
+    library: CompiledLibrary | None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    options: ServerOptions | None = None,
+    server: str = "hypercorn",
+    max_conversations: int = 10_000,
+    idle_seconds: float = 3600.0,
+    out: TextIO | None = None,
+) -> int:
+    """Serve ``library`` (None: the echo responder) until SIGINT/SIGTERM. Prints the listening line
+    first on ``out`` (default stdout). Returns the exit code."""
+    from mockllm.runtime.engine import Engine
+    from mockllm.server.app import create_app, server_state
+
+    stream = out if out is not None else sys.stdout
+    opts = options or ServerOptions()
+    engine = Engine(library, clock=opts.clock, max_conversations=max_conversations, idle_seconds=idle_seconds)
+    app = create_app(engine, opts)
+    try:
+        sock = bind_socket(host, port)
+    except OSError as exc:
+        print(f"mockllm: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"mockllm listening on {url_for(host, sock)}", file=stream, flush=True)
+
+    if server == "uvicorn":
+        return _run_uvicorn(app, sock)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, stop.set)
+
+        async def trigger() -> None:
+            await stop.wait()
+            server_state(app).closing.set()
+
+        await serve_hypercorn(app, sock, trigger)
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    return 0
+
+
+def _fast_modules() -> Any | None:
+    """The uvicorn module when it and its fast extras are importable, else None."""
+    try:
+        importlib.import_module("uvloop")
+        importlib.import_module("httptools")
+        return importlib.import_module("uvicorn")
+    except ImportError:
+        return None
+
+
+def _run_uvicorn(app: Starlette, sock: socket.socket) -> int:
+    uvicorn = _fast_modules()
+    if uvicorn is None:
+        print(UVICORN_MISSING, file=sys.stderr)
+        return 2
+    config = uvicorn.Config(
+        app, loop="uvloop", http="httptools", lifespan="off", log_level="warning", timeout_graceful_shutdown=1
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def library_paths(paths: Sequence[str]) -> list[str]:
+    """The paths given, else those in $MOCKLLM_SCENARIOS (split on the OS path separator)."""
+    if paths:
+        return list(paths)
+    env = os.environ.get(ENV_SCENARIOS, "")
+    return [p for p in env.split(os.pathsep) if p.strip()]
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """`mockllm serve [PATH …]`: the entry point the CLI calls."""
+    server = getattr(args, "server", "hypercorn") or "hypercorn"
+    if server == "uvicorn" and _fast_modules() is None:
+        print(UVICORN_MISSING, file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+    logging.getLogger("hypercorn.error").setLevel(logging.WARNING)
+
+    library = None
+    paths = library_paths(getattr(args, "paths", None) or [])
+    if paths:
+        from mockllm.dsl.compiler import load_and_compile
+        from mockllm.dsl.diagnostics import render
+
+        library, loaded, diagnostics = load_and_compile(paths)
+        errors = [d for d in diagnostics if d.is_error]
+        warnings = [d for d in diagnostics if not d.is_error]
+        if errors or library is None:
+            print(render(diagnostics, loaded.sources), file=sys.stderr)
+            count = len(errors)
+            print(f"mockllm: not serving: {count} error{'s' if count != 1 else ''} in the library", file=sys.stderr)
+            return 1
+        if warnings:
+            print(render(warnings, loaded.sources), file=sys.stderr)
+
+    options = ServerOptions(
+        no_auth=bool(getattr(args, "no_auth", False)),
+        lenient=bool(getattr(args, "lenient", False)),
+        admin_token=getattr(args, "admin_token", None) or None,
+        max_body_bytes=int(getattr(args, "max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
+        hang_limit_s=float(getattr(args, "hang_limit", DEFAULT_HANG_LIMIT_S)),
+    )
+    return run(
+        library,
+        host=getattr(args, "host", "127.0.0.1"),
+        port=int(getattr(args, "port", 8080)),
+        options=options,
+        server=server,
+        max_conversations=int(getattr(args, "max_conversations", 10_000)),
+        idle_seconds=float(getattr(args, "idle_seconds", 3600.0)),
+    )

@@ -1,0 +1,56 @@
+"""Shared fixtures: a real mockllm server on 127.0.0.1 (free port, background thread) built from
+`.mockllm` text. ``serve_text(text, **options)`` yields its base URL; ``serve(text, **options)`` yields
+the :class:`BackgroundServer` (``.url``, ``.engine``). ``options`` are :class:`ServerOptions` fields;
+empty text serves the echo responder alone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from mockllm.dsl.compiled import CompiledLibrary
+    from mockllm.server.background import BackgroundServer
+
+
+def compile_text(text: str) -> CompiledLibrary | None:
+    """Compile a script; a script with errors fails the test with the rendered diagnostics."""
+    if not text.strip():
+        return None
+    from mockllm.dsl.compiler import compile_library
+    from mockllm.dsl.diagnostics import render
+    from mockllm.dsl.loader import load_text
+
+    library = load_text(text, file="test.mockllm")
+    compiled, diagnostics = compile_library(library)
+    if compiled is None:
+        pytest.fail("the test script does not compile:\n" + render(diagnostics, library.sources), pytrace=False)
+    return compiled
+
+
+@contextmanager
+def _serve(text: str = "", **options: Any) -> Iterator[BackgroundServer]:
+    from mockllm.server.background import BackgroundServer
+    from mockllm.server.options import ServerOptions
+
+    with BackgroundServer(compile_text(text), options=ServerOptions(**options)) as server:
+        yield server
+
+
+@contextmanager
+def _serve_url(text: str = "", **options: Any) -> Iterator[str]:
+    with _serve(text, **options) as server:
+        yield server.url
+
+
+@pytest.fixture
+def serve() -> Callable[..., AbstractContextManager[BackgroundServer]]:
+    return _serve
+
+
+@pytest.fixture
+def serve_text() -> Callable[..., AbstractContextManager[str]]:
+    return _serve_url

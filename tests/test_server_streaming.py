@@ -1,0 +1,343 @@
+"""Streaming: the frame writer's scheduling with a fake sleep, then real streams over loopback
+(chunk spacing, latency, scripted disconnects and stream errors, hangs, clients that leave)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import httpx
+import pytest
+
+from mockllm.runtime.clock import FakeClock
+from mockllm.runtime.providers.base import Frame
+from mockllm.server.background import BackgroundServer
+from mockllm.server.streaming import Faults, StreamResult, write_frames
+
+HTTP = httpx.Client(timeout=10)  # one pool: creating a client per request costs ~50 ms
+
+Serve = Callable[..., AbstractContextManager[BackgroundServer]]
+
+# ---------------------------------------------------------------------------------------------------------
+# The writer, with a fake clock and sleep
+
+
+class FakeSink:
+    """Records (time, bytes) per write; ``leave_after`` writes, the client goes away."""
+
+    def __init__(self, clock: FakeClock, write_cost: float = 0.0, leave_after: int | None = None) -> None:
+        self.clock = clock
+        self.write_cost = write_cost
+        self.leave_after = leave_after
+        self.writes: list[tuple[float, bytes]] = []
+
+    @property
+    def gone(self) -> bool:
+        return self.leave_after is not None and len(self.writes) >= self.leave_after
+
+    async def write(self, data: bytes) -> None:
+        self.writes.append((round(self.clock.monotonic(), 6), data))
+        self.clock.advance(self.write_cost)
+
+
+def frames(n_content: int) -> list[Frame]:
+    """A start frame, ``n_content`` content frames, a finish frame and a terminator."""
+    out = [Frame(b"start")]
+    out += [Frame(f"c{i}".encode(), content=True) for i in range(1, n_content + 1)]
+    out += [Frame(b"finish"), Frame(b"done")]
+    return out
+
+
+def run_writer(
+    frame_list: list[Frame], sink_kw: dict[str, Any] | None = None, interval: float = 0.0, **faults: Any
+) -> tuple[StreamResult, FakeSink, list[float]]:
+    clock = FakeClock()
+    sink = FakeSink(clock, **(sink_kw or {}))
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 6))
+        clock.advance(seconds)
+
+    result = asyncio.run(
+        write_frames(frame_list, sink, interval_s=interval, faults=Faults(**faults), sleep=sleep, clock=clock)
+    )
+    return result, sink, slept
+
+
+def test_content_frames_are_spaced_and_the_first_is_not_delayed() -> None:
+    result, sink, slept = run_writer(frames(4), interval=0.05)
+    assert result == StreamResult("complete", 4, 7)
+    assert [d for _, d in sink.writes] == [b"start", b"c1", b"c2", b"c3", b"c4", b"finish", b"done"]
+    assert [t for t, _ in sink.writes] == [0.0, 0.0, 0.05, 0.1, 0.15, 0.15, 0.15]
+    assert slept == [0.05, 0.05, 0.05]
+
+
+def test_spacing_is_measured_from_the_first_content_frame_so_slow_writes_do_not_add_up() -> None:
+    _, sink, slept = run_writer(frames(3), sink_kw={"write_cost": 0.01}, interval=0.05)
+    content_times = [t for t, d in sink.writes if d.startswith(b"c")]
+    assert content_times == [0.01, 0.06, 0.11]
+    assert slept == [0.04, 0.04]
+
+
+def test_no_interval_means_no_sleeping() -> None:
+    result, _, slept = run_writer(frames(5))
+    assert result.ending == "complete" and slept == []
+
+
+def test_disconnect_after_n_stops_right_after_the_nth_content_frame() -> None:
+    result, sink, _ = run_writer(frames(5), interval=0.01, disconnect_after=2)
+    assert result == StreamResult("disconnect", 2, 3)
+    assert [d for _, d in sink.writes] == [b"start", b"c1", b"c2"]
+
+
+def test_disconnect_after_more_chunks_than_the_stream_has_still_skips_the_terminal_frames() -> None:
+    result, sink, _ = run_writer(frames(2), disconnect_after=9)
+    assert result.ending == "disconnect"
+    assert [d for _, d in sink.writes] == [b"start", b"c1", b"c2"]
+
+
+def test_disconnect_after_zero_sends_nothing() -> None:
+    result, sink, _ = run_writer(frames(2), disconnect_after=0)
+    assert result == StreamResult("disconnect", 0, 0) and sink.writes == []
+
+
+def test_stream_error_replaces_the_rest_of_the_stream() -> None:
+    result, sink, _ = run_writer(frames(4), error_after=1, error_frame=b"ERR")
+    assert result == StreamResult("stream_error", 1, 3)
+    assert [d for _, d in sink.writes] == [b"start", b"c1", b"ERR"]
+
+
+def test_a_client_that_leaves_stops_the_writer() -> None:
+    result, sink, slept = run_writer(frames(6), sink_kw={"leave_after": 3}, interval=0.05)
+    assert result == StreamResult("client_gone", 2, 3)
+    assert len(sink.writes) == 3
+    assert slept == [0.05]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Real streams over loopback
+
+AUTH = {"authorization": "Bearer test"}
+
+
+def chat_body(stream: bool = True, text: str = "hello") -> dict[str, Any]:
+    return {"model": "gpt-4o", "stream": stream, "messages": [{"role": "user", "content": text}]}
+
+
+def content_arrivals(url: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> list[float]:
+    """When each OpenAI content chunk arrived, relative to sending the request."""
+    times: list[float] = []
+    started = time.monotonic()
+    with HTTP.stream("POST", url + "/v1/chat/completions", json=body, headers=headers or AUTH, timeout=10) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if not line.startswith("data: {"):
+                continue
+            delta = json.loads(line[6:])["choices"]
+            if delta and delta[0]["delta"].get("content"):
+                times.append(time.monotonic() - started)
+    return times
+
+
+def test_chunk_spacing_seen_by_the_client(serve: Serve) -> None:
+    script = """
+scenario "s":
+    step a:
+        reply:
+            text "one two three four"
+            stream 4 chunks, 50ms apart
+"""
+    with serve(script) as server:
+        arrivals = content_arrivals(server.url, chat_body())
+    assert len(arrivals) == 4
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    assert all(0.03 <= g <= 0.07 for g in gaps), gaps
+
+
+def test_latency_comes_before_the_first_byte(serve: Serve) -> None:
+    script = """
+scenario "s":
+    step a:
+        reply:
+            text "late reply"
+            latency 200ms
+"""
+    with serve(script) as server:
+        started = time.monotonic()
+        with HTTP.stream("POST", server.url + "/v1/chat/completions", json=chat_body(), headers=AUTH) as r:
+            first_headers = time.monotonic() - started
+            text = r.read().decode()
+    assert 0.18 <= first_headers <= 0.5
+    assert "late" in text and "[DONE]" in text
+
+
+def test_disconnect_after_two_chunks_is_an_error_for_the_client_and_is_journalled(serve: Serve) -> None:
+    script = """
+scenario "s":
+    step a:
+        reply:
+            text "one two three four five"
+            stream by word
+            disconnect after 2 chunks
+"""
+    with serve(script) as server:
+        got: list[str] = []
+        with pytest.raises(httpx.RemoteProtocolError):
+            with HTTP.stream("POST", server.url + "/v1/chat/completions", json=chat_body(), headers=AUTH) as r:
+                for line in r.iter_lines():
+                    if line.startswith("data: {"):
+                        choices = json.loads(line[6:])["choices"]
+                        if choices and choices[0]["delta"].get("content"):
+                            got.append(choices[0]["delta"]["content"])
+        assert "".join(got).split() == ["one", "two"]
+        entry = server.engine.journal()[-1]
+        still = HTTP.get(server.url + "/_mockllm/health")
+    assert still.status_code == 200
+    assert entry["status"] == 200 and "disconnect" in (entry["note"] or "")
+
+
+def test_stream_error_after_n_chunks_ends_the_body_cleanly(serve: Serve) -> None:
+    script = """
+scenario "s":
+    step a:
+        reply:
+            text "one two three"
+            stream error "the model is overloaded" after 1 chunks
+"""
+    with serve(script) as server:
+        r = HTTP.post(
+            server.url + "/v1/messages",
+            json={
+                "model": "claude",
+                "max_tokens": 10,
+                "stream": True,
+                "messages": [{"role": "user", "content": "x"}],
+            },
+            headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+        )
+        entry = server.engine.journal()[-1]
+    assert r.status_code == 200
+    events = [line[7:] for line in r.text.splitlines() if line.startswith("event: ")]
+    assert events[-1] == "error" and "message_stop" not in events
+    assert sum(1 for e in events if e == "content_block_delta") == 1
+    assert "the model is overloaded" in r.text
+    assert "stream error" in (entry["note"] or "")
+
+
+HANG = """
+scenario "s":
+    step a:
+        reply:
+            hang
+"""
+
+
+def test_hang_is_bounded_by_the_hang_limit(serve: Serve) -> None:
+    with serve(HANG, hang_limit_s=0.3) as server:
+        started = time.monotonic()
+        r = HTTP.post(server.url + "/v1/chat/completions", json=chat_body(False), headers=AUTH, timeout=5)
+        elapsed = time.monotonic() - started
+        entry = server.engine.journal()[-1]
+    assert 0.28 <= elapsed < 2.0
+    assert r.status_code == 504 and r.headers["x-should-retry"] == "false"
+    assert "hang limit of 0.3s" in r.json()["error"]["message"]
+    assert entry["status"] == 504 and "hang limit" in entry["note"]
+
+
+def test_hang_ends_when_the_client_times_out_and_the_server_notices(serve: Serve) -> None:
+    with serve(HANG) as server:
+        started = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout):
+            HTTP.post(server.url + "/v1/chat/completions", json=chat_body(False), headers=AUTH, timeout=0.3)
+        assert time.monotonic() - started < 2.0
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and not server.engine.journal()[-1]["client_gone"]:
+            time.sleep(0.02)
+        entry = server.engine.journal()[-1]
+        assert HTTP.get(server.url + "/_mockllm/health").status_code == 200
+    assert entry["client_gone"] is True
+
+
+def test_a_client_leaving_mid_stream_leaves_the_server_serving_and_the_journal_consistent(serve: Serve) -> None:
+    script = """
+scenario "s":
+    step a:
+        when:
+            last user message is "slow"
+        reply:
+            text "a b c d e f g h i j"
+            stream by word, 100ms apart
+        always
+"""
+    with serve(script, lenient=True) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        body = json.dumps(chat_body(True, "slow")).encode()
+        request = (
+            f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer t\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        ).encode() + body
+        with socket.create_connection((host, int(port))) as raw:
+            raw.sendall(request)
+            received = b""
+            while received.count(b'"content"') < 2:
+                received += raw.recv(65536)
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline and not server.engine.journal()[-1]["client_gone"]:
+            time.sleep(0.02)
+        entry = server.engine.journal()[-1]
+        again = content_arrivals(server.url, chat_body(True, "slow"))
+    assert entry["client_gone"] is True and entry["status"] == 200
+    assert len(again) == 10
+
+
+def test_stopping_the_server_ends_open_streams_and_hangs_quickly(serve: Serve) -> None:
+    script = """
+scenario "s":
+    order any
+    step a:
+        when:
+            last user message is "hang"
+        reply:
+            hang
+        always
+    step b:
+        when:
+            last user message is "stream"
+        reply:
+            text "a b c d e f g h"
+            stream by word, 200ms apart
+        always
+"""
+    outcomes: list[str] = []
+
+    def call(url: str, text: str) -> None:
+        try:
+            r = HTTP.post(url + "/v1/chat/completions", json=chat_body(True, text), headers=AUTH, timeout=10)
+            outcomes.append(f"{text}: {r.status_code}")
+        except httpx.HTTPError as exc:
+            outcomes.append(f"{text}: {type(exc).__name__}")
+
+    with serve(script) as server:
+        threads = [threading.Thread(target=call, args=(server.url, t)) for t in ("hang", "stream")]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline and len(server.engine.journal()) < 2:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        started = time.monotonic()
+        server.stop()
+        took = time.monotonic() - started
+    for t in threads:
+        t.join(5)
+    assert took < 1.0
+    assert sorted(o.split(":")[0] for o in outcomes) == ["hang", "stream"]
+    assert "hang: 200" not in outcomes
