@@ -99,7 +99,10 @@ def test_tool_round_trip(serve_text: ServeText, stream: bool) -> None:
 
 def test_raw_stream_chunks_and_usage(serve_text: ServeText) -> None:
     """The raw stream: role once, 4 text chunks joining to the text, usage chunk last when asked."""
-    script = 'scenario "s":\n    step a:\n        reply:\n            text "one two three four"\n            stream 4 chunks\n'
+    script = (
+        'scenario "s":\n    step a:\n        reply:\n            text "one two three four"\n'
+        "            stream 4 chunks\n"
+    )
     with serve_text(script) as url:
         chunks = list(
             client(url).chat.completions.create(
