@@ -1,0 +1,329 @@
+"""Parse `.mockllm` text into a :class:`~mockllm.dsl.nodes.ScriptFile` plus syntax diagnostics.
+
+:func:`parse_text` never raises. A file that parses is transformed in one go; a file with mistakes
+is split at its column-0 keywords (``mockllm``, ``use``, ``reply``, ``defaults``, ``scenario``) and
+each top-level block is parsed on its own, so every broken block reports its own error in one run
+and every good block still reaches the tree."""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import importlib.resources
+import os
+import re
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lark
+from lark import Lark, Token
+from lark.exceptions import LarkError, UnexpectedInput, VisitError
+from lark.indenter import Indenter
+
+from mockllm.dsl import diagnostics as d
+from mockllm.dsl.nodes import Defaults, NamedReply, Scenario, ScriptFile, Use
+from mockllm.dsl.span import Span
+from mockllm.dsl.syntax_errors import describe_unexpected
+from mockllm.dsl.transformer import ScriptTransformer, SyntaxProblem, TopItem, VersionLine
+
+__all__ = ["IndentationProblem", "MockIndenter", "build_parser", "parse_text"]
+
+LANGUAGE_VERSIONS = (1,)
+
+#: Column-0 keywords that start a top-level block (where a broken file is split to resynchronise).
+_BLOCK_START = re.compile(r"(mockllm|use|reply|defaults|scenario)(?![A-Za-z0-9_-])")
+_LAYOUT_TOKENS = frozenset({"_NL", "_INDENT", "_DEDENT"})
+
+
+class IndentationProblem(LarkError):
+    """Raised by :class:`MockIndenter` for a tab or a dedent to no enclosing block."""
+
+    def __init__(self, code: str, line: int, column: int, message: str, hint: str):
+        super().__init__(message)
+        self.code = code
+        self.line = line
+        self.column = column
+        self.message = message
+        self.hint = hint
+
+
+class MockIndenter(Indenter):
+    """Python-style indentation: spaces only, any consistent depth, newlines inside {} and [] ignored.
+
+    State lives in the generator, not on the instance, so one parser can serve several threads."""
+
+    NL_type = "_NL"
+    OPEN_PAREN_types = ["LBRACE", "LSQB"]
+    CLOSE_PAREN_types = ["RBRACE", "RSQB"]
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 8
+    # NAME in every lexer state: a mistyped keyword (`whenn`) lexes as one NAME, never as `when` + `n`.
+    always_accept = ("_NL", "NAME")
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        return self._layout(stream)
+
+    def _layout(self, stream: Iterator[Token]) -> Iterator[Token]:
+        levels = [0]
+        parens = 0
+        last: Token | None = None
+        for token in stream:
+            if last is None and token.type != self.NL_type and (token.column or 1) > 1:
+                raise IndentationProblem(
+                    "indent",
+                    token.line or 1,
+                    1,
+                    "unexpected indentation: the first line of a file starts at column 1",
+                    "remove the spaces before the first statement",
+                )
+            if token.type == self.NL_type:
+                if parens == 0:
+                    yield from self._newline(token, levels)
+            else:
+                yield token
+                if token.type in self.OPEN_PAREN_types:
+                    parens += 1
+                elif token.type in self.CLOSE_PAREN_types:
+                    parens = max(0, parens - 1)
+            last = token
+        while len(levels) > 1:
+            levels.pop()
+            yield Token.new_borrow_pos(self.DEDENT_type, "", last) if last else Token(self.DEDENT_type, "")
+
+    def _newline(self, token: Token, levels: list[int]) -> Iterator[Token]:
+        yield token
+        indent_str = token.rsplit("\n", 1)[1] if "\n" in token else ""
+        line = token.end_line or 1
+        if "\t" in indent_str:
+            raise IndentationProblem(
+                "tab", line, indent_str.index("\t") + 1, "tab used for indentation", "indent with spaces only"
+            )
+        indent = len(indent_str)
+        if indent > levels[-1]:
+            levels.append(indent)
+            yield Token.new_borrow_pos(self.INDENT_type, indent_str, token)
+            return
+        valid = list(levels)
+        while indent < levels[-1]:
+            levels.pop()
+            yield Token.new_borrow_pos(self.DEDENT_type, indent_str, token)
+        if indent != levels[-1]:
+            columns = [str(level + 1) for level in valid]
+            shown = columns[0] if len(columns) == 1 else ", ".join(columns[:-1]) + " or " + columns[-1]
+            raise IndentationProblem(
+                "indent",
+                line,
+                indent + 1,
+                f"this line is indented to column {indent + 1}, which matches no enclosing block",
+                f"indent it to column {shown} to line it up with a block above",
+            )
+
+
+class _PositionFilter:
+    """Keeps layout tokens out of node positions (a block ends at its last real token, not at the
+    next line). Its stable ``repr`` keeps Lark's grammar-cache key the same from run to run."""
+
+    def __call__(self, child: Any) -> bool:
+        return not (isinstance(child, Token) and child.type in _LAYOUT_TOKENS)
+
+    def __repr__(self) -> str:
+        return "mockllm-position-filter-v1"
+
+
+def grammar_text() -> str:
+    return importlib.resources.files("mockllm.grammar").joinpath("mockllm.lark").read_text(encoding="utf-8")
+
+
+def _cache_file(grammar: str) -> str:
+    key = hashlib.sha256(f"{grammar}{lark.__version__}{sys.version_info[:2]}".encode()).hexdigest()[:16]
+    name = f"grammar-{key}.lark-cache"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "mockllm"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK):
+            return str(folder / name)
+    except OSError:
+        pass
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = "unknown"
+    return os.path.join(tempfile.gettempdir(), f"mockllm-{user}-{name}")
+
+
+_LOCK = threading.Lock()
+_PARSERS: dict[bool, Lark] = {}
+
+
+def build_parser(strict: bool = False) -> Lark:
+    """The LALR parser for `.mockllm` files, built once per process (per ``strict``).
+
+    The normal build loads the analysed grammar from a cache file in the user's cache directory
+    (rebuilt when the grammar or Lark changes; an unwritable cache only costs time). ``strict``
+    makes Lark fail on any grammar conflict or terminal collision; CI builds it that way."""
+    with _LOCK:
+        parser = _PARSERS.get(strict)
+        if parser is None:
+            grammar = grammar_text()
+            parser = Lark(
+                grammar,
+                parser="lalr",
+                lexer="contextual",
+                postlex=MockIndenter(),
+                propagate_positions=_PositionFilter(),
+                maybe_placeholders=False,
+                strict=strict,
+                cache=False if strict else _cache_file(grammar),
+            )
+            _PARSERS[strict] = parser
+        return parser
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+
+def parse_text(text: str, file: str = "<text>") -> tuple[ScriptFile | None, list[d.Diagnostic]]:
+    """Parse one file. Returns every top-level block that parsed, and one diagnostic per broken block."""
+    try:
+        return _parse_text(text, file)
+    except Exception as exc:  # the last line of defence: the contract is diagnostics, never exceptions
+        diag = d.error(
+            "syntax",
+            f"could not read this file ({type(exc).__name__})",
+            Span(file, 1, 1, 1, 2),
+            "this is a bug in mockllm; please report it with the file",
+        )
+        return None, [diag]
+
+
+def _parse_text(text: str, file: str) -> tuple[ScriptFile | None, list[d.Diagnostic]]:
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")  # a byte-order mark is no statement
+    items, problem = _parse_block(text, file)
+    diagnostics: list[d.Diagnostic] = []
+    if problem is not None:
+        items = []
+        for start, chunk in _blocks(text):
+            chunk_items, chunk_problem = _parse_block("\n" * start + chunk, file)
+            items.extend(chunk_items)
+            if chunk_problem is not None:
+                diagnostics.append(chunk_problem)
+        if not any(x.is_error for x in diagnostics):
+            diagnostics.append(problem)
+    script, assembly = _assemble(items, text, file)
+    diagnostics.extend(assembly)
+    diagnostics.sort(key=d.sort_key)
+    return script, diagnostics
+
+
+def _blocks(text: str) -> Iterator[tuple[int, str]]:
+    """(index of first line, text) of each top-level block, cut before each column-0 keyword."""
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if _BLOCK_START.match(line)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    for a, b in zip(starts, [*starts[1:], len(lines)], strict=True):
+        yield a, "\n".join(lines[a:b])
+
+
+def _parse_block(text: str, file: str) -> tuple[list[TopItem], d.Diagnostic | None]:
+    parser = build_parser()
+    try:
+        tree = parser.parse(text + "\n")
+        items: list[TopItem] = ScriptTransformer(file).transform(tree)
+        return items, None
+    except IndentationProblem as e:
+        return [], d.error(e.code, e.message, Span.point(file, e.line, e.column), e.hint)
+    except UnexpectedInput as e:
+        return [], describe_unexpected(e, text + "\n", file, parser)
+    except VisitError as e:
+        orig = e.orig_exc
+        if isinstance(orig, SyntaxProblem):
+            return [], d.error(orig.code, orig.message, orig.span, orig.hint)
+        raise orig from None
+    except RecursionError:
+        return [], d.error("syntax", "this block is nested too deeply to read", Span.point(file, 1, 1))
+
+
+def _first_statement_line(text: str) -> int:
+    for i, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            return i
+    return 0
+
+
+def _assemble(items: list[TopItem], text: str, file: str) -> tuple[ScriptFile, list[d.Diagnostic]]:
+    diagnostics: list[d.Diagnostic] = []
+    version: VersionLine | None = None
+    defaults: Defaults | None = None
+    uses: list[Use] = []
+    replies: list[NamedReply] = []
+    scenarios: list[Scenario] = []
+    first_line = _first_statement_line(text)
+    for item in items:
+        if isinstance(item, VersionLine):
+            if version is not None:
+                diagnostics.append(
+                    d.error(
+                        "syntax",
+                        "the version line is given twice",
+                        item.span,
+                        f"keep only the first (line {version.span.line})",
+                    )
+                )
+                continue
+            version = item
+            if item.span.line != first_line:
+                diagnostics.append(
+                    d.error(
+                        "syntax",
+                        "`mockllm N` must be the first statement of the file",
+                        item.span,
+                        "move it to the top, above every other statement",
+                    )
+                )
+            if item.number not in LANGUAGE_VERSIONS:
+                diagnostics.append(
+                    d.error(
+                        "syntax",
+                        f"unsupported language version {item.number}",
+                        item.number_span,
+                        "this mockllm reads version 1: write `mockllm 1`",
+                    )
+                )
+        elif isinstance(item, Use):
+            uses.append(item)
+        elif isinstance(item, NamedReply):
+            replies.append(item)
+        elif isinstance(item, Defaults):
+            if defaults is not None:
+                diagnostics.append(
+                    d.error(
+                        "syntax",
+                        "a file has one `defaults:` block; this is a second one",
+                        item.span,
+                        f"merge it into the first (line {defaults.span.line})",
+                    )
+                )
+                continue
+            defaults = item
+        else:
+            scenarios.append(item)
+    lines = text.split("\n")
+    span = Span(file, 1, 1, len(lines), len(lines[-1]) + 1)
+    script = ScriptFile(
+        file,
+        version.number if version else None,
+        tuple(uses),
+        tuple(replies),
+        defaults,
+        tuple(scenarios),
+        span=span,
+    )
+    return script, diagnostics

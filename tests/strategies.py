@@ -1,0 +1,193 @@
+"""Hypothesis strategies for syntax trees that the text syntax can express.
+
+Every tree drawn here has a canonical text: blocks are never empty (a ``reply:``, ``when:`` or
+``chunks:`` block needs a line), names are NAME-shaped, regexes hold no newline, numbers are finite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from mockllm.dsl import nodes as n
+from mockllm.dsl.describe import PROVIDERS
+
+FILE = "gen.mockllm"
+
+_FIRST = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+names = st.builds(
+    lambda first, rest: first + rest,
+    st.sampled_from(_FIRST),
+    st.text(alphabet=_FIRST + "0123456789-", max_size=8),
+)
+texts = st.text(max_size=20)
+multiline_texts = st.one_of(
+    texts,
+    st.lists(st.text(alphabet=st.characters(exclude_characters="\n"), max_size=12), min_size=2, max_size=4).map(
+        "\n".join
+    ),
+)
+ints = st.integers(min_value=0, max_value=10**6)
+numbers = st.one_of(
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+)
+durations = st.one_of(
+    st.integers(min_value=0, max_value=100_000).map(lambda ms: n.Duration(float(ms))),
+    st.integers(min_value=0, max_value=1999).map(lambda half: n.Duration(half / 2)),
+    st.integers(min_value=1, max_value=120).map(lambda s: n.Duration(s * 1000.0)),
+)
+
+json_values: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.booleans() | numbers | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=8,
+)
+json_objects = st.dictionaries(texts, json_values, max_size=3)
+
+_regex_pieces = st.sampled_from(
+    ["a", "b", "Z", "0", "(", ")", "\\w", "\\d", "\\.", "\\\\", "/", ".", "*", "+", "?", "^", "$", " ", "é", "[a-z]"]
+)
+regexes = st.builds(
+    n.Regex,
+    st.lists(_regex_pieces, max_size=6).map("".join),
+    st.sets(st.sampled_from("imsx")).map(lambda fs: "".join(c for c in "imsx" if c in fs)),
+)
+
+subjects = st.one_of(
+    st.sampled_from(
+        [
+            "provider",
+            "endpoint",
+            "model",
+            "stream",
+            "last_user_message",
+            "last_message",
+            "system_prompt",
+            "tools",
+            "turn",
+        ]
+    ).map(lambda k: n.Subject(k)),
+    st.builds(lambda role: n.Subject("any_message", role), st.sampled_from(["user", "assistant", "system", "tool"])),
+    st.builds(lambda a: n.Subject("tool_result", a), texts),
+    st.builds(lambda a: n.Subject("header", a), texts),
+    st.builds(lambda a: n.Subject("field", a), texts),
+)
+
+literal_values = st.one_of(
+    texts,
+    st.sampled_from(PROVIDERS),
+    numbers,
+    st.booleans(),
+    st.none(),
+    json_objects,
+    st.lists(json_values, max_size=3),
+)
+
+predicates = st.one_of(
+    st.builds(n.Predicate, st.sampled_from(["is", "is_not"]), literal_values),
+    st.builds(n.Predicate, st.sampled_from(["contains", "not_contains", "glob", "include", "exclude"]), texts),
+    st.builds(n.Predicate, st.sampled_from(["matches", "not_matches"]), regexes),
+    st.builds(n.Predicate, st.sampled_from(["present", "absent", "error"])),
+    st.builds(n.Predicate, st.sampled_from(["at_least", "at_most"]), numbers),
+)
+
+conditions = st.builds(n.Condition, subjects, predicates, st.booleans())
+
+reply_elements: st.SearchStrategy[n.ReplyElement] = st.one_of(
+    st.builds(n.Text, multiline_texts),
+    st.builds(n.ToolCall, names, json_objects | st.none(), st.none() | texts),
+    st.builds(n.Thinking, multiline_texts),
+    st.builds(n.Refusal, multiline_texts),
+    st.builds(n.Finish, st.sampled_from(["stop", "length", "tool_calls", "content_filter"])),
+    st.builds(n.Usage, ints, ints),
+    st.builds(n.Stream, st.just("word"), st.none(), st.none() | durations),
+    st.builds(n.Stream, st.sampled_from(["chunks", "characters"]), ints, st.none() | durations),
+    st.builds(n.Chunks, st.lists(multiline_texts, min_size=1, max_size=3).map(tuple)),
+    st.builds(n.Latency, durations),
+    st.builds(n.Error, st.integers(min_value=100, max_value=599), texts),
+    st.builds(n.RetryAfter, durations),
+    st.builds(n.Header, texts, texts),
+    st.builds(n.EchoHeader, texts),
+    st.builds(n.Status, st.integers(min_value=100, max_value=599)),
+    st.builds(n.Body, json_values),
+    st.builds(n.Disconnect, ints),
+    st.builds(n.StreamError, texts, ints),
+    st.builds(n.Hang),
+    st.builds(n.Echo),
+)
+
+element_tuples = st.lists(reply_elements, min_size=1, max_size=4).map(tuple)
+
+reply_refs = st.builds(n.ReplyRef, names, st.none() | names)
+replies: st.SearchStrategy[n.Reply] = st.one_of(
+    st.builds(n.ReplyBlock, element_tuples),
+    reply_refs,
+    st.just(n.ReplyBlock((n.Echo(),))),
+)
+
+consumptions = st.one_of(
+    st.just(n.Consumption()),
+    st.builds(lambda c: n.Consumption("repeat", c), ints),
+    st.just(n.Consumption("always")),
+)
+
+_condition_tuples = st.lists(conditions, max_size=3).map(tuple)
+
+
+def _non_empty_step(step: n.Step) -> n.Step:
+    empty = not (step.conditions or step.after or step.captures or step.expects or step.reply)
+    if empty and step.consumption.kind == "once":
+        return n.Step(step.name, reply=n.ReplyBlock((n.Echo(),)))
+    return step
+
+
+steps = st.builds(
+    n.Step,
+    names,
+    _condition_tuples,
+    st.none() | st.builds(n.After, names),
+    st.lists(st.builds(n.Capture, names, subjects, regexes), max_size=2).map(tuple),
+    _condition_tuples,
+    consumptions,
+    st.none() | replies,
+).map(_non_empty_step)
+
+scenarios = st.builds(
+    n.Scenario,
+    texts,
+    st.integers(min_value=-1000, max_value=1000),
+    st.lists(st.one_of(names, texts), max_size=3).map(tuple),
+    st.booleans(),
+    st.lists(st.builds(n.Let, names, multiline_texts), max_size=2).map(tuple),
+    _condition_tuples,
+    st.lists(steps, min_size=1, max_size=3).map(tuple),
+)
+
+_defaultable = st.one_of(
+    st.builds(n.Latency, durations),
+    st.builds(n.Stream, st.just("word"), st.none(), st.none() | durations),
+    st.builds(n.Stream, st.sampled_from(["chunks", "characters"]), ints, st.none() | durations),
+    st.builds(n.Header, texts, texts),
+)
+
+
+def _non_empty_defaults(d: n.Defaults) -> n.Defaults:
+    if not d.elements and d.fallback is None:
+        return n.Defaults((), n.ReplyBlock((n.Echo(),)))
+    return d
+
+
+defaults = st.builds(n.Defaults, st.lists(_defaultable, max_size=3).map(tuple), st.none() | replies).map(
+    _non_empty_defaults
+)
+
+script_files = st.builds(
+    n.ScriptFile,
+    st.just(FILE),
+    st.none() | st.just(1),
+    st.lists(st.builds(n.Use, texts, names), max_size=2).map(tuple),
+    st.lists(st.builds(n.NamedReply, names, element_tuples), max_size=2).map(tuple),
+    st.none() | defaults,
+    st.lists(scenarios, max_size=3).map(tuple),
+)
