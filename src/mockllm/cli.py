@@ -1,0 +1,486 @@
+"""The ``mockllm`` command: check, fmt, graph, convert, serve, explain.
+
+Every command returns an exit code: 0 success, 1 the user's files or request have problems (reported
+as diagnostics), 2 bad usage or an internal error. Without ``--debug`` no traceback ever reaches the
+user: an unexpected exception prints one line and exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from mockllm.dsl.diagnostics import Diagnostic
+    from mockllm.dsl.nodes import ScriptFile
+
+__all__ = ["build_parser", "main"]
+
+PROG = "mockllm"
+DEFAULT_MAX_CONVERSATIONS = 10_000
+DEFAULT_IDLE_SECONDS = 3600.0
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called: one line on stderr, exit 2."""
+
+
+class FileProblem(Exception):
+    """A file that cannot be read: one line on stderr, exit 1."""
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileProblem(f"cannot read {path}: not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise FileProblem(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _existing_file(raw: str) -> Path:
+    path = Path(raw)
+    if path.is_dir():
+        raise UsageError(f"{raw} is a directory; give a file")
+    if not path.is_file():
+        raise UsageError(f"{raw}: no such file")
+    return path
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mockllm")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _out(text: str, stream: TextIO | None = None) -> None:
+    target = stream if stream is not None else sys.stdout
+    target.write(text if text.endswith("\n") else text + "\n")
+
+
+def _err(text: str) -> None:
+    _out(text, sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# check
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from mockllm.dsl.compiler import load_and_compile
+    from mockllm.dsl.diagnostics import has_errors, render, render_json, sort_key, summary
+
+    _, library, diagnostics = load_and_compile(args.paths)
+    diagnostics = sorted(diagnostics, key=sort_key)
+    files = len(library.sources)
+    if files == 0 and not diagnostics:
+        raise FileProblem(f"no .mockllm or .json files found in {', '.join(args.paths)}")
+    if args.format == "json":  # the diagnostics as one JSON array (the shared renderer); the exit code says ok
+        _out(render_json(diagnostics))
+    else:
+        if diagnostics:
+            _out(render(diagnostics, library.sources) + "\n")
+        _out(summary(diagnostics, files))
+    return 1 if has_errors(diagnostics) else 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# fmt
+
+
+def _mockllm_files(paths: Sequence[str]) -> list[Path]:
+    found: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found.extend(sorted(f for f in p.rglob("*.mockllm") if f.is_file()))
+        elif p.is_file():
+            if p.suffix != ".mockllm":
+                _err(f"mockllm: skipping {raw}: fmt only rewrites .mockllm files")
+                continue
+            found.append(p)
+        else:
+            raise UsageError(f"{raw}: no such file or directory")
+    return found
+
+
+def _parse_file(path: Path) -> tuple[str, ScriptFile | None, list[Diagnostic]]:
+    from mockllm.dsl.loader import display_name
+    from mockllm.dsl.parser import parse_text
+
+    text = _read(path)
+    tree, diagnostics = parse_text(text, display_name(path))
+    return text, tree, diagnostics
+
+
+def _comment_lines(text: str) -> list[int]:
+    """Lines holding a `#` comment (comments travel inside the newline tokens; `#` in strings does not count)."""
+    from mockllm.dsl.parser import build_parser
+
+    try:
+        tokens = list(build_parser().lex(text, dont_ignore=True))
+    except Exception:  # cannot tell: assume every line with a '#' has a comment
+        return [i for i, line in enumerate(text.splitlines(), 1) if "#" in line]
+    lines: list[int] = []
+    for tok in tokens:
+        if tok.type == "_NL" and "#" in tok.value:
+            first = tok.line or 1
+            lines.extend(first + i for i, part in enumerate(tok.value.split("\n")) if "#" in part)
+    return lines
+
+
+def _cmd_fmt(args: argparse.Namespace) -> int:
+    from mockllm.dsl.diagnostics import has_errors, render
+    from mockllm.dsl.formatter import format_file
+    from mockllm.dsl.parser import parse_text
+
+    files = _mockllm_files(args.paths)
+    changed: list[Path] = []
+    refused: list[Path] = []
+    for path in files:
+        try:
+            text, tree, diagnostics = _parse_file(path)
+        except FileProblem as exc:
+            _err(f"{PROG}: {exc}")
+            refused.append(path)
+            continue
+        name = str(path)
+        if tree is None or has_errors(diagnostics):
+            _err(render([d for d in diagnostics if d.is_error], {d.span.file: text for d in diagnostics}))
+            _err(f"mockllm: not formatting {name}: it has syntax errors (fix them first; `mockllm check {name}`)\n")
+            refused.append(path)
+            continue
+        new = format_file(tree)
+        if new == text:
+            continue
+        comments = _comment_lines(text)
+        if comments:
+            shown = ", ".join(str(n) for n in comments[:5]) + (", …" if len(comments) > 5 else "")
+            _err(
+                f"mockllm: not formatting {name}: fmt would drop its comments (line {shown}); "
+                "the formatter does not keep comments yet"
+            )
+            refused.append(path)
+            continue
+        again, _ = parse_text(new, tree.path)
+        if again != tree:
+            _err(
+                f"mockllm: not formatting {name}: the canonical layout would change its meaning (a formatter bug;"
+                " please report it)"
+            )
+            refused.append(path)
+            continue
+        changed.append(path)
+        if args.check:
+            _out(f"would reformat {name}")
+        else:
+            path.write_text(new, encoding="utf-8")
+            _out(f"reformatted {name}")
+    unchanged = len(files) - len(changed) - len(refused)
+    verb = "would be reformatted" if args.check else "reformatted"
+    parts = [f"{len(changed)} file{'s' if len(changed) != 1 else ''} {verb}", f"{unchanged} unchanged"]
+    if refused:
+        parts.append(f"{len(refused)} left alone (see above)")
+    _out(", ".join(parts))
+    if refused:
+        return 1
+    return 1 if args.check and changed else 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# graph
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from mockllm.dsl.compiler import load_and_compile
+    from mockllm.dsl.diagnostics import has_errors, render
+    from mockllm.dsl.graph import to_dot, to_mermaid
+    from mockllm.dsl.loader import display_name
+
+    _existing_file(args.file)
+    compiled, library, diagnostics = load_and_compile([args.file])
+    if compiled is None or has_errors(diagnostics):
+        _err(render(diagnostics, library.sources))
+        _err(f"mockllm: cannot draw {args.file}: it has errors")
+        return 1
+    own = display_name(args.file)
+    machines = [m for m in compiled.machines if m.file == own] or list(compiled.machines)
+    machines.sort(key=lambda m: m.load_order)
+    if args.scenario is not None:
+        names = [m.name for m in machines]
+        machines = [m for m in machines if m.name == args.scenario]
+        if not machines:
+            close = difflib.get_close_matches(args.scenario, names, n=1)
+            hint = f'; did you mean "{close[0]}"?' if close else f" (scenarios: {', '.join(names) or 'none'})"
+            raise UsageError(f'no scenario named "{args.scenario}" in {args.file}{hint}')
+    if not machines:
+        _err(f"mockllm: {args.file} holds no scenario")
+        return 1
+    draw: Callable[[Any], str] = to_dot if args.format == "dot" else to_mermaid
+    _out("\n".join(draw(m) for m in machines))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# convert
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from mockllm.dsl.diagnostics import has_errors, render
+    from mockllm.dsl.loader import display_name
+
+    source = Path(args.file)
+    if source.suffix not in (".mockllm", ".json"):
+        raise UsageError(f"{args.file}: convert takes a .mockllm or a .json file")
+    _existing_file(args.file)
+    text = _read(source)
+    name = display_name(source)
+    if source.suffix == ".mockllm":
+        from mockllm.dsl.jsonform import to_json_text
+        from mockllm.dsl.parser import parse_text
+
+        tree, diagnostics = parse_text(text, name)
+        render_tree: Callable[[ScriptFile], str] = to_json_text
+    else:
+        from mockllm.dsl.formatter import format_file
+        from mockllm.dsl.jsonform import from_json_text
+
+        tree, diagnostics = from_json_text(text, name)
+        render_tree = format_file
+    if tree is None or has_errors(diagnostics):
+        _err(render(diagnostics, {name: text}))
+        _err(f"mockllm: cannot convert {args.file}: it has errors")
+        return 1
+    result = render_tree(tree)
+    if args.output is None or args.output == "-":
+        sys.stdout.write(result)
+    else:
+        Path(args.output).write_text(result, encoding="utf-8")
+        _err(f"wrote {args.output}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# serve and explain (implemented elsewhere, loaded on use)
+
+
+def _delegate(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module.startswith(exc.name):
+                raise UsageError(f"the {args.command} command is not available in this installation") from exc
+            raise
+        result: int = getattr(mod, function)(args)
+        return result
+
+    return run
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    # the server's limits are read only when serving, so other commands skip importing the server
+    from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES
+
+    if args.max_body_bytes is None:
+        args.max_body_bytes = DEFAULT_MAX_BODY_BYTES
+    if args.hang_limit is None:
+        args.hang_limit = DEFAULT_HANG_LIMIT_S
+    return _delegate("mockllm.server.runner", "serve_command")(args)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port between 0 and 65535, got {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks for internal errors"
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="A mock LLM server for end-to-end tests, driven by .mockllm scenario scripts.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks for internal errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "check",
+        parents=[debug],
+        help="validate scripts and report every problem",
+        description="Load files and directories as one library and report every problem.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help=".mockllm/.json files or directories")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser(
+        "fmt",
+        parents=[debug],
+        help="rewrite .mockllm files in canonical layout",
+        description="Rewrite .mockllm files (directories: recursively) in canonical layout.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--check", action="store_true", help="only list files that would change; exit 1 if any")
+    p.set_defaults(func=_cmd_fmt)
+
+    p = sub.add_parser(
+        "graph",
+        parents=[debug],
+        help="draw each scenario's state machine",
+        description="Print each scenario's state machine as a Mermaid flowchart or Graphviz DOT.",
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--scenario", metavar="NAME", help="only this scenario")
+    p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid", help="default: mermaid")
+    p.set_defaults(func=_cmd_graph)
+
+    p = sub.add_parser(
+        "convert",
+        parents=[debug],
+        help="convert between .mockllm text and the JSON form",
+        description="Convert a .mockllm file to the JSON form, or a .json file to .mockllm text.",
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    p.set_defaults(func=_cmd_convert)
+
+    p = sub.add_parser(
+        "serve",
+        parents=[debug],
+        help="serve a library over HTTP",
+        description="Load a library and serve it. Without PATH: $MOCKLLM_SCENARIOS, else echo only.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH")
+    p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    p.add_argument("--port", type=_port, default=8080, help="default: 8080; 0 picks a free port")
+    p.add_argument("--server", choices=("hypercorn", "uvicorn"), default="hypercorn", help="default: hypercorn")
+    p.add_argument("--no-auth", action="store_true", help="do not check provider credentials")
+    p.add_argument("--lenient", action="store_true", help="do not validate conversation histories")
+    p.add_argument("--admin-token", metavar="TOKEN", help="require this bearer token for the admin API")
+    p.add_argument(
+        "--max-body-bytes",
+        type=_positive_int,
+        metavar="N",
+        help="largest request body accepted, in bytes (default: the server's built-in limit, 10 MiB)",
+    )
+    p.add_argument(
+        "--hang-limit",
+        type=_seconds,
+        metavar="SECONDS",
+        help="longest a `hang` reply holds a connection (default: the server's built-in limit, 300)",
+    )
+    p.add_argument(
+        "--max-conversations",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONVERSATIONS,
+        metavar="N",
+        help=f"conversations kept before the least recently used is evicted (default: {DEFAULT_MAX_CONVERSATIONS})",
+    )
+    p.add_argument(
+        "--idle-seconds",
+        type=_seconds,
+        default=DEFAULT_IDLE_SECONDS,
+        metavar="S",
+        help=f"evict a conversation idle this long (default: {DEFAULT_IDLE_SECONDS:g})",
+    )
+    p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser(
+        "explain",
+        parents=[debug],
+        help="say which step a recorded request would match",
+        description="Say which step a recorded request would match, or why each candidate fails.",
+    )
+    p.add_argument("library", metavar="LIBRARY", help="a .mockllm/.json file or a directory")
+    p.add_argument("request", metavar="REQUEST_JSON", help="a JSON file holding the request body")
+    p.add_argument(
+        "--provider",
+        choices=("openai", "anthropic", "gemini", "ollama", "responses"),
+        help="the API the request was sent to (default: guessed from the body)",
+    )
+    p.add_argument("--endpoint", metavar="PATH", help="the request path, e.g. /v1/chat/completions")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
+    p.set_defaults(func=_delegate("mockllm.runtime.explain", "explain_command"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors: argparse already printed
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    debug = bool(getattr(args, "debug", False))
+    try:
+        code: int = args.func(args)
+        return code
+    except UsageError as exc:
+        _err(f"{PROG}: {exc}")
+        return 2
+    except FileProblem as exc:
+        _err(f"{PROG}: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        return 1
+    except Exception as exc:
+        if debug:
+            raise
+        _err(f"{PROG}: internal error: {type(exc).__name__}: {exc}; rerun with --debug for details")
+        return 2
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader went away (``mockllm graph … | head``): stop writing without a second error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
