@@ -176,3 +176,23 @@ def test_errors_reach_each_client_as_its_own_exception(serve_text: ServeText) ->
         oa = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
         with pytest.raises(openai.RateLimitError):
             oa.responses.create(model="m", input="hi")
+
+
+def test_null_arguments_in_every_api(serve_text: ServeText) -> None:
+    """`tool call NAME null`: OpenAI-style APIs get the string "null"; APIs whose arguments are an
+    object (Anthropic, Gemini, Ollama) get {} rather than an invented parameter."""
+    script = 'scenario "n":\n    step a:\n        always\n        reply:\n            tool call ping null\n'
+    with serve_text(script) as url:
+        oa = openai.OpenAI(base_url=url + "/v1", api_key="k")
+        hi: Any = [{"role": "user", "content": "hi"}]
+        call = oa.chat.completions.create(model="m", messages=hi).choices[0].message.tool_calls[0]  # type: ignore[index]
+        assert call.function.arguments == "null"  # type: ignore[union-attr]
+        an = anthropic.Anthropic(base_url=url, api_key="k")
+        assert an.messages.create(model="m", max_tokens=5, messages=hi).content[0].input == {}  # type: ignore[union-attr]
+        with an.messages.stream(model="m", max_tokens=5, messages=hi) as s:
+            assert s.get_final_message().content[0].input == {}  # type: ignore[union-attr]
+        ge = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url))
+        fc = ge.models.generate_content(model="m", contents="hi").function_calls
+        assert fc is not None and fc[0].args == {}
+        tc = ollama.Client(host=url).chat(model="m", messages=hi).message.tool_calls
+        assert tc is not None and dict(tc[0].function.arguments) == {}

@@ -172,8 +172,8 @@ def test_render_non_streaming() -> None:
     body = json.loads(ADAPTER.render(call_plan(), chat, CTX).body)
     assert "thinking" not in body["message"] and body["message"]["content"] == ""
     assert body["message"]["tool_calls"] == [
-        {"id": "call_k1", "function": {"index": 0, "name": "get_weather", "arguments": {"city": "Tokyo"}}},
-        {"id": "call_k2", "function": {"index": 1, "name": "get_time", "arguments": {"tz": "JST"}}},
+        {"function": {"index": 0, "name": "get_weather", "arguments": {"city": "Tokyo"}}},
+        {"function": {"index": 1, "name": "get_time", "arguments": {"tz": "JST"}}},
     ]
     assert json.loads(ADAPTER.render(text_plan(finish="length"), chat, CTX).body)["done_reason"] == "length"
 
@@ -194,8 +194,8 @@ def test_render_stream() -> None:
     objs = lines(ADAPTER.render(call_plan(), chat, CTX))
     assert [o["message"]["content"] for o in objs] == ["", "", ""]
     assert [o["message"].get("tool_calls") for o in objs[:2]] == [
-        [{"id": "call_k1", "function": {"index": 0, "name": "get_weather", "arguments": {"city": "Tokyo"}}}],
-        [{"id": "call_k2", "function": {"index": 1, "name": "get_time", "arguments": {"tz": "JST"}}}],
+        [{"function": {"index": 0, "name": "get_weather", "arguments": {"city": "Tokyo"}}}],
+        [{"function": {"index": 1, "name": "get_time", "arguments": {"tz": "JST"}}}],
     ]
 
 

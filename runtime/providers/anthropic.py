@@ -313,7 +313,12 @@ class AnthropicAdapter:
             content.append({"type": "text", "text": text})
         for call in plan.tool_calls:
             content.append(
-                {"type": "tool_use", "id": call.id_for("toolu_"), "name": call.name, "input": call.arguments}
+                {
+                    "type": "tool_use",
+                    "id": call.id_for("toolu_"),
+                    "name": call.name,
+                    "input": call.arguments if call.arguments is not None else {},
+                }
             )
         payload = {
             "id": f"msg_{ctx.response_id}",
@@ -360,9 +365,11 @@ class AnthropicAdapter:
             block({"type": "text", "text": ""}, deltas, [True] * len(deltas))
         for call in plan.tool_calls:
             start = {"type": "tool_use", "id": call.id_for("toolu_"), "name": call.name, "input": {}}
+            # `tool call NAME null`: Anthropic's input is always an object, so null arrives as {}
+            chunks = call.argument_chunks if call.arguments is not None else ("{}",)
             deltas = [
                 {"type": "input_json_delta", "partial_json": p}
-                for p in pieces(call.argument_chunks, call.arguments_json)
+                for p in pieces(chunks, call.arguments_json if call.arguments is not None else "{}")
             ]
             block(start, deltas, [True] * len(deltas))
         frames.append(

@@ -424,6 +424,9 @@ def _answer_parts(plan: Plan, whole: bool) -> list[dict[str, Any]]:
 
 
 def _args(arguments: Any) -> Any:
+    """Gemini's args are an object: null (a parameterless call) is {}, other values are wrapped."""
+    if arguments is None:
+        return {}
     return arguments if isinstance(arguments, dict) else {"value": arguments}
 
 

@@ -258,8 +258,13 @@ def _done(plan: Plan) -> dict[str, Any]:
 
 
 def _call(call: PlannedToolCall, index: int) -> dict[str, Any]:
-    arguments = call.arguments if isinstance(call.arguments, dict) else {"value": call.arguments}
-    return {"id": call.id_for("call_"), "function": {"index": index, "name": call.name, "arguments": arguments}}
+    # Ollama's arguments are an object: null (a parameterless call) is {}, other values are wrapped.
+    # Calls carry no id (language spec §5: Gemini and Ollama calls come without ids).
+    if call.arguments is None:
+        arguments: Any = {}
+    else:
+        arguments = call.arguments if isinstance(call.arguments, dict) else {"value": call.arguments}
+    return {"function": {"index": index, "name": call.name, "arguments": arguments}}
 
 
 def _stream(plan: Plan, ctx: RenderContext) -> tuple[Frame, ...]:

@@ -1,0 +1,881 @@
+"""Every script in `scenarios/examples/`, served together as `mockllm serve scenarios/examples` would,
+driven end to end by the official SDK of each provider it targets. Each test asserts what the
+example's leading comment promises; `docs/cookbook.md` quotes these tests.
+
+Every test opens its own conversation (a fresh `x-mockllm-conversation` header), so the examples'
+state machines never see another test's progress."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import httpx2
+import ollama
+import openai
+import pytest
+from google import genai
+from google.genai import types as gtypes
+
+from mockllm.dsl.compiler import compile_library, load_and_compile
+from mockllm.dsl.diagnostics import render
+from mockllm.dsl.loader import load_paths, load_text
+from mockllm.dsl.nodes import ReplyBlock, ToolCall
+from mockllm.server.background import BackgroundServer
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "scenarios"
+EXAMPLES = SCENARIOS / "examples"
+COOKBOOK = ROOT / "docs" / "cookbook.md"
+
+OPENAI_MODEL = "gpt-4o"
+ANTHROPIC_MODEL = "claude-mock-1"
+GEMINI_MODEL = "gemini-2.5-flash"
+OLLAMA_MODEL = "llama3.2"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The server and the clients
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    """One server for the whole module, holding every example at once."""
+    compiled, library, diagnostics = load_and_compile([str(EXAMPLES)])
+    if compiled is None:
+        pytest.fail("scenarios/examples does not compile:\n" + render(diagnostics, library.sources), pytrace=False)
+    with BackgroundServer(compiled) as server:
+        yield server.url
+
+
+def conversation_headers(conversation: str | None = None) -> dict[str, str]:
+    return {"x-mockllm-conversation": conversation or uuid.uuid4().hex}
+
+
+def openai_client(url: str, conversation: str | None = None, **kw: Any) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url + "/v1", api_key="test", default_headers=conversation_headers(conversation), **kw)
+
+
+def anthropic_client(url: str, conversation: str | None = None, **kw: Any) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url, api_key="test", default_headers=conversation_headers(conversation), **kw)
+
+
+def gemini_client(url: str) -> genai.Client:
+    options = gtypes.HttpOptions(base_url=url, headers=conversation_headers())
+    return genai.Client(api_key="test", http_options=options)
+
+
+def ollama_client(url: str) -> ollama.Client:
+    return ollama.Client(host=url, headers=conversation_headers())
+
+
+def journal(url: str, conversation: str) -> list[dict[str, Any]]:
+    """The server's record of one conversation's requests, oldest first."""
+    body = httpx.get(url + "/_mockllm/requests").json()
+    entries: list[dict[str, Any]] = body["requests"] if isinstance(body, dict) else body
+    return [e for e in entries if e.get("conversation") == conversation]
+
+
+def scripted_calls(example: str, step: str) -> list[tuple[str, Any]]:
+    """The `tool call` lines of one step of an example file: (name, arguments) as written."""
+    library = load_paths([EXAMPLES / example])
+    for scenario in library.files[0].scenarios:
+        for s in scenario.steps:
+            if s.name == step and isinstance(s.reply, ReplyBlock):
+                return [(e.name, e.arguments) for e in s.reply.elements if isinstance(e, ToolCall)]
+    raise AssertionError(f"no step {step!r} in {example}")
+
+
+def openai_tools(*names: str) -> list[Any]:
+    return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+
+
+def anthropic_tools(*names: str) -> list[Any]:
+    return [{"name": n, "input_schema": {"type": "object"}} for n in names]
+
+
+def openai_turn(c: openai.OpenAI, stream: bool, **kw: Any) -> tuple[Any, list[str]]:
+    """One Chat Completions turn through `create()` or the stream helper: the choice, and the text
+    deltas the helper reported (empty for `create()`)."""
+    if not stream:
+        return c.chat.completions.create(model=OPENAI_MODEL, **kw).choices[0], []
+    deltas: list[str] = []
+    with c.chat.completions.stream(model=OPENAI_MODEL, **kw) as s:
+        for event in s:
+            if event.type == "content.delta" and event.delta:
+                deltas.append(event.delta)
+        return s.get_final_completion().choices[0], deltas
+
+
+def anthropic_turn(c: anthropic.Anthropic, stream: bool, **kw: Any) -> tuple[Any, list[str]]:
+    """One Messages turn through `create()` or the stream helper: the message and its text deltas."""
+    if not stream:
+        return c.messages.create(model=ANTHROPIC_MODEL, max_tokens=1024, **kw), []
+    with c.messages.stream(model=ANTHROPIC_MODEL, max_tokens=1024, **kw) as s:
+        deltas = list(s.text_stream)
+        return s.get_final_message(), deltas
+
+
+def assistant_message(choice: Any) -> dict[str, Any]:
+    """An OpenAI assistant message as it goes back into the history."""
+    message: dict[str, Any] = choice.message.model_dump(exclude_none=True, exclude={"parsed"})
+    for call in message.get("tool_calls", []):
+        call.pop("parsed_arguments", None)
+    return message
+
+
+def assistant_blocks(message: Any) -> dict[str, Any]:
+    """An Anthropic assistant turn as it goes back into the history."""
+    return {"role": "assistant", "content": [b.model_dump(exclude={"parsed_input"}) for b in message.content]}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# weather.mockllm — the call id is answered, the captured city comes back, four chunks
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_weather_round_trip_openai(url: str, stream: bool) -> None:
+    c = openai_client(url)
+    messages: list[Any] = [{"role": "user", "content": "What is the weather in Lisbon?"}]
+    tools = openai_tools("get_weather")
+
+    first, _ = openai_turn(c, stream, messages=messages, tools=tools)
+    assert first.finish_reason == "tool_calls"
+    [call] = first.message.tool_calls
+    assert call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == {"city": "Lisbon", "unit": "celsius"}
+
+    messages.append(assistant_message(first))
+    messages.append({"role": "tool", "tool_call_id": call.id, "content": '{"temp_c": 18, "sky": "sunny"}'})
+    second, deltas = openai_turn(c, stream, messages=messages, tools=tools)
+    assert second.finish_reason == "stop"
+    assert second.message.content == "It is 18°C and sunny in Lisbon."
+    if stream:
+        assert len(deltas) == 4 and "".join(deltas) == second.message.content
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_weather_round_trip_anthropic(url: str, stream: bool) -> None:
+    c = anthropic_client(url)
+    messages: list[Any] = [{"role": "user", "content": "What is the weather in Porto?"}]
+    tools = anthropic_tools("get_weather")
+
+    first, _ = anthropic_turn(c, stream, messages=messages, tools=tools)
+    assert first.stop_reason == "tool_use"
+    [use] = [b for b in first.content if b.type == "tool_use"]
+    assert use.name == "get_weather" and use.input == {"city": "Porto", "unit": "celsius"}
+
+    messages.append(assistant_blocks(first))
+    messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18C"}]})
+    second, deltas = anthropic_turn(c, stream, messages=messages, tools=tools)
+    assert second.stop_reason == "end_turn"
+    assert second.content[0].text == "It is 18°C and sunny in Porto."
+    if stream:
+        assert len(deltas) == 4 and "".join(deltas) == second.content[0].text
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_weather_round_trip_responses(url: str, stream: bool) -> None:
+    """The Responses API answers a call by `call_id`, in a `function_call_output` item."""
+    c = openai_client(url)
+    tools: list[Any] = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+    history: list[Any] = [{"role": "user", "content": "What is the weather in Coimbra?"}]
+    first = c.responses.create(model=OPENAI_MODEL, input=history, tools=tools)
+    [call] = first.output
+    assert call.type == "function_call" and json.loads(call.arguments) == {"city": "Coimbra", "unit": "celsius"}
+
+    history += [
+        {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
+        {"type": "function_call_output", "call_id": call.call_id, "output": "18C"},
+    ]
+    if stream:
+        with c.responses.stream(model=OPENAI_MODEL, input=history, tools=tools) as s:
+            deltas = [e.delta for e in s if e.type == "response.output_text.delta"]
+            second = s.get_final_response()
+        assert len(deltas) == 4
+    else:
+        second = c.responses.create(model=OPENAI_MODEL, input=history, tools=tools)
+    assert second.output_text == "It is 18°C and sunny in Coimbra."
+
+
+def test_weather_four_chunks_forty_ms_apart_on_the_raw_stream(url: str) -> None:
+    c = openai_client(url)
+    messages: list[Any] = [{"role": "user", "content": "What is the weather in Faro?"}]
+    first = c.chat.completions.create(model=OPENAI_MODEL, messages=messages, tools=openai_tools("get_weather"))
+    call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+    messages += [assistant_message(first.choices[0]), {"role": "tool", "tool_call_id": call.id, "content": "18C"}]
+
+    arrivals: list[float] = []
+    texts: list[str] = []
+    for chunk in c.chat.completions.create(model=OPENAI_MODEL, messages=messages, stream=True):
+        if chunk.choices and chunk.choices[0].delta.content:
+            arrivals.append(time.monotonic())
+            texts.append(chunk.choices[0].delta.content)
+    assert "".join(texts) == "It is 18°C and sunny in Faro." and len(texts) == 4
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    assert all(gap >= 0.03 for gap in gaps), gaps
+
+
+def test_weather_answering_a_wrong_call_id_is_rejected(url: str) -> None:
+    """The mock validates the history as the real API does: a result for an unknown id is a 400."""
+    c = openai_client(url, max_retries=0)
+    messages: list[Any] = [{"role": "user", "content": "What is the weather in Braga?"}]
+    first = c.chat.completions.create(model=OPENAI_MODEL, messages=messages, tools=openai_tools("get_weather"))
+    messages += [assistant_message(first.choices[0]), {"role": "tool", "tool_call_id": "call_wrong", "content": "18C"}]
+    with pytest.raises(openai.BadRequestError, match="call_wrong"):
+        c.chat.completions.create(model=OPENAI_MODEL, messages=messages)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# parallel_tools.mockllm — every call of one turn answered by its own id
+
+
+PARALLEL_SUMMARY = "Lisbon is sunny, it is 14:00 there, and there is a 09:10 flight."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_parallel_calls_answered_by_id_openai(url: str, stream: bool) -> None:
+    c = openai_client(url)
+    tools = openai_tools("get_weather", "get_time", "search_flights")
+    messages: list[Any] = [{"role": "user", "content": "Please plan my trip to Lisbon."}]
+    first, _ = openai_turn(c, stream, messages=messages, tools=tools)
+    calls = first.message.tool_calls
+    scripted = scripted_calls("parallel_tools.mockllm", "plan_trip")
+    assert [(tc.function.name, json.loads(tc.function.arguments)) for tc in calls] == scripted
+    assert len({tc.id for tc in calls}) == 3
+
+    messages.append(assistant_message(first))
+    for tc in calls:
+        messages.append({"role": "tool", "tool_call_id": tc.id, "content": f"result of {tc.function.name}"})
+    second, _ = openai_turn(c, stream, messages=messages, tools=tools)
+    assert second.message.content == PARALLEL_SUMMARY
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_parallel_calls_answered_by_id_anthropic(url: str, stream: bool) -> None:
+    c = anthropic_client(url)
+    tools = anthropic_tools("get_weather", "get_time", "search_flights")
+    messages: list[Any] = [{"role": "user", "content": "Please plan my trip, Lisbon in May."}]
+    first, _ = anthropic_turn(c, stream, messages=messages, tools=tools)
+    uses = [b for b in first.content if b.type == "tool_use"]
+    assert [(u.name, u.input) for u in uses] == scripted_calls("parallel_tools.mockllm", "plan_trip")
+    assert len({u.id for u in uses}) == 3
+
+    messages.append(assistant_blocks(first))
+    results = [{"type": "tool_result", "tool_use_id": u.id, "content": f"result of {u.name}"} for u in uses]
+    messages.append({"role": "user", "content": results})
+    second, _ = anthropic_turn(c, stream, messages=messages, tools=tools)
+    assert second.content[0].text == PARALLEL_SUMMARY
+
+
+def test_parallel_calls_one_left_unanswered_is_rejected(url: str) -> None:
+    c = openai_client(url, max_retries=0)
+    messages: list[Any] = [{"role": "user", "content": "Please plan my trip to Lisbon, but forget one."}]
+    first = c.chat.completions.create(model=OPENAI_MODEL, messages=messages)
+    calls = first.choices[0].message.tool_calls or []
+    messages.append(assistant_message(first.choices[0]))
+    messages += [{"role": "tool", "tool_call_id": tc.id, "content": "ok"} for tc in calls[:2]]
+    with pytest.raises(openai.BadRequestError, match=calls[2].id):
+        c.chat.completions.create(model=OPENAI_MODEL, messages=messages)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# agent_loop.mockllm — search, read, answer, and the loop stops
+
+
+def run_openai_agent(c: openai.OpenAI, question: str, tools: list[Any]) -> tuple[list[str], str]:
+    """A minimal agent loop: call tools until the model answers; returns the tools called and the answer."""
+    messages: list[Any] = [{"role": "user", "content": question}]
+    called: list[str] = []
+    for _ in range(10):
+        choice, _ = openai_turn(c, True, messages=messages, tools=tools)
+        messages.append(assistant_message(choice))
+        if not choice.message.tool_calls:
+            return called, choice.message.content
+        for tc in choice.message.tool_calls:
+            called.append(tc.function.name)
+            messages.append({"role": "tool", "tool_call_id": tc.id, "content": f"{tc.function.name} output"})
+    raise AssertionError("the agent loop never ended")
+
+
+def test_agent_loop_openai_three_rounds(url: str) -> None:
+    conversation = uuid.uuid4().hex
+    c = openai_client(url, conversation)
+    called, answer = run_openai_agent(c, "Please research mockllm for me.", openai_tools("web_search", "read_page"))
+    assert called == ["web_search", "read_page"]
+    assert answer == "mockllm scripts are ordered steps that answer like a real model."
+    steps = [e["matched"]["step"] for e in journal(url, conversation)]
+    assert steps == ["search", "read", "answer"]
+
+
+def test_agent_loop_anthropic_three_rounds(url: str) -> None:
+    c = anthropic_client(url)
+    messages: list[Any] = [{"role": "user", "content": "Can you research mockllm?"}]
+    called: list[str] = []
+    while True:
+        message = c.messages.create(
+            model=ANTHROPIC_MODEL, max_tokens=1024, messages=messages, tools=anthropic_tools("web_search", "read_page")
+        )
+        messages.append(assistant_blocks(message))
+        if message.stop_reason != "tool_use":
+            break
+        uses = [b for b in message.content if b.type == "tool_use"]
+        called += [u.name for u in uses]
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": u.id, "content": "..."} for u in uses]}
+        )
+    assert called == ["web_search", "read_page"]
+    assert message.content[0].text == "mockllm scripts are ordered steps that answer like a real model."  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# fragmented_arguments.mockllm — one-character fragments reconstruct exactly the scripted JSON
+
+
+def test_fragmented_arguments_openai_stream_helper(url: str) -> None:
+    [(name, arguments)] = scripted_calls("fragmented_arguments.mockllm", "fragmented")
+    with openai_client(url).chat.completions.stream(
+        model=OPENAI_MODEL, messages=[{"role": "user", "content": "Please create the ticket."}]
+    ) as s:
+        final = s.get_final_completion()
+    [call] = final.choices[0].message.tool_calls or []
+    assert call.function.name == name
+    assert json.loads(call.function.arguments) == arguments
+
+
+def test_fragmented_arguments_openai_raw_fragments_are_one_character(url: str) -> None:
+    [(_, arguments)] = scripted_calls("fragmented_arguments.mockllm", "fragmented")
+    fragments: list[str] = []
+    stream = openai_client(url).chat.completions.create(
+        model=OPENAI_MODEL, messages=[{"role": "user", "content": "Please create the ticket, raw."}], stream=True
+    )
+    for chunk in stream:
+        for delta in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            assert delta.index == 0
+            if delta.function and delta.function.arguments:
+                fragments.append(delta.function.arguments)
+    assert {len(f) for f in fragments} == {1}
+    assert json.loads("".join(fragments)) == arguments
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_fragmented_arguments_anthropic(url: str, stream: bool) -> None:
+    [(name, arguments)] = scripted_calls("fragmented_arguments.mockllm", "fragmented")
+    message, _ = anthropic_turn(
+        anthropic_client(url), stream, messages=[{"role": "user", "content": "create the ticket"}]
+    )
+    [use] = message.content
+    assert use.type == "tool_use" and use.name == name and use.input == arguments
+
+
+def test_fragmented_arguments_anthropic_raw_partial_json(url: str) -> None:
+    [(_, arguments)] = scripted_calls("fragmented_arguments.mockllm", "fragmented")
+    events = anthropic_client(url).messages.create(
+        model=ANTHROPIC_MODEL, max_tokens=1024, messages=[{"role": "user", "content": "create the ticket"}], stream=True
+    )
+    pieces = [
+        e.delta.partial_json for e in events if e.type == "content_block_delta" and e.delta.type == "input_json_delta"
+    ]
+    assert {len(p) for p in pieces if p} == {1}
+    assert json.loads("".join(pieces)) == arguments
+
+
+def test_fragmented_arguments_responses_stream(url: str) -> None:
+    [(name, arguments)] = scripted_calls("fragmented_arguments.mockllm", "fragmented")
+    deltas: list[str] = []
+    with openai_client(url).responses.stream(model=OPENAI_MODEL, input="Please create the ticket now.") as s:
+        for event in s:
+            if event.type == "response.function_call_arguments.delta":
+                deltas.append(event.delta)
+        final = s.get_final_response()
+    [item] = final.output
+    assert item.type == "function_call" and item.name == name
+    assert {len(d) for d in deltas} == {1}
+    assert "".join(deltas) == item.arguments and json.loads(item.arguments) == arguments
+
+
+# ---------------------------------------------------------------------------------------------------------
+# interleaved_calls.mockllm — three calls' buffers kept apart by index
+
+
+def test_interleaved_calls_openai_buffers_by_index(url: str) -> None:
+    scripted = scripted_calls("interleaved_calls.mockllm", "three_calls")
+    buffers: dict[int, str] = {}
+    order: list[int] = []
+    stream = openai_client(url).chat.completions.create(
+        model=OPENAI_MODEL, messages=[{"role": "user", "content": "Please check all three services."}], stream=True
+    )
+    for chunk in stream:
+        for delta in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            order.append(delta.index)
+            fragment = delta.function.arguments if delta.function else None
+            buffers[delta.index] = buffers.get(delta.index, "") + (fragment or "")
+            assert len(fragment or "") <= 3
+    assert order == sorted(order) and set(order) == {0, 1, 2}
+    assert [json.loads(buffers[i]) for i in range(3)] == [args for _, args in scripted]
+
+
+def test_interleaved_calls_openai_stream_helper(url: str) -> None:
+    scripted = scripted_calls("interleaved_calls.mockllm", "three_calls")
+    done: list[tuple[int, str]] = []
+    with openai_client(url).chat.completions.stream(
+        model=OPENAI_MODEL, messages=[{"role": "user", "content": "check all three services"}]
+    ) as s:
+        for event in s:
+            if event.type == "tool_calls.function.arguments.done":
+                done.append((event.index, event.arguments))
+        final = s.get_final_completion()
+    calls = final.choices[0].message.tool_calls or []
+    assert [(tc.function.name, json.loads(tc.function.arguments)) for tc in calls] == scripted
+    assert [i for i, _ in done] == [0, 1, 2]
+    assert [json.loads(a) for _, a in done] == [args for _, args in scripted]
+
+
+def test_interleaved_calls_anthropic_stream_helper(url: str) -> None:
+    scripted = scripted_calls("interleaved_calls.mockllm", "three_calls")
+    message, _ = anthropic_turn(
+        anthropic_client(url), True, messages=[{"role": "user", "content": "Now check all three services, please."}]
+    )
+    assert [(b.name, b.input) for b in message.content] == scripted
+
+
+# ---------------------------------------------------------------------------------------------------------
+# calls_without_ids.mockllm — Gemini and Ollama calls carry no ids; the round trip still works
+
+
+GET_USER_SCHEMA = {"type": "object", "properties": {"user_id": {"type": "integer"}}, "required": ["user_id"]}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_calls_without_ids_gemini_round_trip(url: str, stream: bool) -> None:
+    g = gemini_client(url)
+    declaration = gtypes.FunctionDeclaration(name="get_user", parameters_json_schema=GET_USER_SCHEMA)
+    config = gtypes.GenerateContentConfig(tools=[gtypes.Tool(function_declarations=[declaration])])
+    contents: list[Any] = [gtypes.Content(role="user", parts=[gtypes.Part(text="Please look up both users.")])]
+
+    if stream:
+        chunks = list(g.models.generate_content_stream(model=GEMINI_MODEL, contents=contents, config=config))
+        calls = [fc for chunk in chunks for fc in chunk.function_calls or []]
+        model_parts = [p for chunk in chunks for p in chunk.candidates[0].content.parts]  # type: ignore[index,union-attr]
+    else:
+        response = g.models.generate_content(model=GEMINI_MODEL, contents=contents, config=config)
+        calls = response.function_calls or []
+        model_parts = response.candidates[0].content.parts  # type: ignore[index,union-attr,assignment]
+    assert [(fc.name, fc.args) for fc in calls] == scripted_calls("calls_without_ids.mockllm", "lookup")
+    assert all(fc.id is None for fc in calls)
+
+    # The client matches results to calls by name and position, as Gemini clients must.
+    contents.append(gtypes.Content(role="model", parts=model_parts))
+    responses = [gtypes.Part.from_function_response(name=fc.name or "", response={"result": fc.args}) for fc in calls]
+    contents.append(gtypes.Content(role="user", parts=responses))
+    answer = g.models.generate_content(model=GEMINI_MODEL, contents=contents, config=config)
+    assert answer.text == "Both users are active."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_calls_without_ids_ollama_round_trip(url: str, stream: bool) -> None:
+    o = ollama_client(url)
+    tools: list[Any] = [{"type": "function", "function": {"name": "get_user", "parameters": GET_USER_SCHEMA}}]
+    messages: list[Any] = [{"role": "user", "content": "Could you look up both users?"}]
+    if stream:
+        parts = list(o.chat(model=OLLAMA_MODEL, messages=messages, tools=tools, stream=True))
+        calls = [tc for part in parts for tc in part.message.tool_calls or []]
+        assert parts[-1].done
+    else:
+        calls = o.chat(model=OLLAMA_MODEL, messages=messages, tools=tools).message.tool_calls or []
+    assert [(tc.function.name, dict(tc.function.arguments)) for tc in calls] == scripted_calls(
+        "calls_without_ids.mockllm", "lookup"
+    )
+    assert all("id" not in tc.model_dump() for tc in calls)  # the client has no id to match by
+
+    messages.append({"role": "assistant", "content": "", "tool_calls": [tc.model_dump() for tc in calls]})
+    for tc in calls:
+        messages.append({"role": "tool", "tool_name": tc.function.name, "content": '{"active": true}'})
+    answer = o.chat(model=OLLAMA_MODEL, messages=messages, tools=tools)
+    assert answer.message.content == "Both users are active."
+
+
+def test_calls_without_ids_gemini_wire_has_no_id(url: str) -> None:
+    """The SDK would show a missing id as None; the raw body confirms there is no `id` key at all."""
+    body = httpx.post(
+        url + f"/v1beta/models/{GEMINI_MODEL}:generateContent",
+        headers={**conversation_headers(), "x-goog-api-key": "test"},
+        json={"contents": [{"role": "user", "parts": [{"text": "look up both users"}]}]},
+    ).json()
+    parts = body["candidates"][0]["content"]["parts"]
+    assert len(parts) == 2 and all("id" not in p["functionCall"] for p in parts)
+
+
+def test_calls_without_ids_scenario_is_gemini_and_ollama_only(url: str) -> None:
+    """The scenario-level `provider matches` keeps OpenAI out: it gets the echo fallback."""
+    out = openai_client(url).chat.completions.create(
+        model=OPENAI_MODEL, messages=[{"role": "user", "content": "look up both users"}]
+    )
+    assert out.choices[0].message.content == "look up both users"
+    assert not out.choices[0].message.tool_calls
+
+
+# ---------------------------------------------------------------------------------------------------------
+# parameterless_tool.mockllm — `{}` and `null` arguments
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_parameterless_tool_empty_object_openai(url: str, stream: bool) -> None:
+    c = openai_client(url)
+    messages: list[Any] = [{"role": "user", "content": "Tell me what time is it?"}]
+    first, _ = openai_turn(c, stream, messages=messages, tools=openai_tools("get_current_time"))
+    [call] = first.message.tool_calls
+    assert call.function.name == "get_current_time"
+    assert json.loads(call.function.arguments) == {}
+    messages += [assistant_message(first), {"role": "tool", "tool_call_id": call.id, "content": "12:00"}]
+    second, _ = openai_turn(c, stream, messages=messages)
+    assert second.message.content == "It is noon."
+
+
+def test_parameterless_tool_empty_object_anthropic(url: str) -> None:
+    c = anthropic_client(url)
+    messages: list[Any] = [{"role": "user", "content": "So, what time is it now?"}]
+    first, _ = anthropic_turn(c, True, messages=messages, tools=anthropic_tools("get_current_time"))
+    [use] = first.content
+    assert use.name == "get_current_time" and use.input == {}
+    messages += [
+        assistant_blocks(first),
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "12:00"}]},
+    ]
+    second, _ = anthropic_turn(c, True, messages=messages)
+    assert second.content[0].text == "It is noon."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_parameterless_tool_null_arguments_openai(url: str, stream: bool) -> None:
+    """`tool call get_current_date null`: the arguments string is `null`, which a careful client
+    treats as no arguments."""
+    c = openai_client(url)
+    messages: list[Any] = [{"role": "user", "content": "Tell me what day is it?"}]
+    first, _ = openai_turn(c, stream, messages=messages, tools=openai_tools("get_current_date"))
+    [call] = first.message.tool_calls
+    assert call.function.name == "get_current_date"
+    assert call.function.arguments == "null"
+    assert (json.loads(call.function.arguments) or {}) == {}
+    messages += [assistant_message(first), {"role": "tool", "tool_call_id": call.id, "content": "Monday"}]
+    second, _ = openai_turn(c, stream, messages=messages)
+    assert second.message.content == "It is Monday."
+
+
+# ---------------------------------------------------------------------------------------------------------
+# tool_error_recovery.mockllm — the failure is reported as an error, the model retries, then answers
+
+
+def test_tool_error_recovery_openai(url: str) -> None:
+    c = openai_client(url)
+    messages: list[Any] = [{"role": "user", "content": "Please convert 100 EUR to dollars."}]
+    first = c.chat.completions.create(model=OPENAI_MODEL, messages=messages, tools=openai_tools("convert_currency"))
+    [bad] = first.choices[0].message.tool_calls or []
+    assert json.loads(bad.function.arguments)["to"] == "usd"
+    error = json.dumps({"error": "unknown currency code 'usd'; use ISO 4217 upper case"})
+    messages += [assistant_message(first.choices[0]), {"role": "tool", "tool_call_id": bad.id, "content": error}]
+
+    retry = c.chat.completions.create(model=OPENAI_MODEL, messages=messages, tools=openai_tools("convert_currency"))
+    [good] = retry.choices[0].message.tool_calls or []
+    assert json.loads(good.function.arguments) == {"amount": 100, "from": "EUR", "to": "USD"}
+    assert good.id != bad.id
+    messages += [assistant_message(retry.choices[0]), {"role": "tool", "tool_call_id": good.id, "content": "108.2"}]
+
+    answer = c.chat.completions.create(model=OPENAI_MODEL, messages=messages)
+    assert answer.choices[0].message.content == "100 EUR is about 108 USD."
+
+
+def test_tool_error_recovery_anthropic(url: str) -> None:
+    c = anthropic_client(url)
+    tools = anthropic_tools("convert_currency")
+    messages: list[Any] = [{"role": "user", "content": "convert 100 EUR into USD"}]
+    first, _ = anthropic_turn(c, True, messages=messages, tools=tools)
+    [bad] = first.content
+    messages += [
+        assistant_blocks(first),
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": bad.id, "content": "unknown currency", "is_error": True}
+            ],
+        },
+    ]
+    retry, _ = anthropic_turn(c, True, messages=messages, tools=tools)
+    [good] = retry.content
+    assert good.input == {"amount": 100, "from": "EUR", "to": "USD"}
+    messages += [
+        assistant_blocks(retry),
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": good.id, "content": "108.2"}]},
+    ]
+    answer, _ = anthropic_turn(c, True, messages=messages, tools=tools)
+    assert answer.content[0].text == "100 EUR is about 108 USD."
+
+
+def test_tool_error_recovery_needs_the_error_marker(url: str) -> None:
+    """A failure sent back as a plain result (no `is_error`) is not recognised as an error, so the
+    script's retry step does not run: a client that forgets the marker is caught."""
+    c = anthropic_client(url)
+    messages: list[Any] = [{"role": "user", "content": "convert 100 EUR, but forget the error flag"}]
+    first, _ = anthropic_turn(c, False, messages=messages, tools=anthropic_tools("convert_currency"))
+    messages += [
+        assistant_blocks(first),
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": first.content[0].id, "content": "failed"}]},
+    ]
+    answer, _ = anthropic_turn(c, False, messages=messages, tools=anthropic_tools("convert_currency"))
+    assert [b.type for b in answer.content] == ["text"]  # no retry call
+
+
+# ---------------------------------------------------------------------------------------------------------
+# retry_429.mockllm — two 429s, then the answer, inside one SDK call
+
+
+def test_retry_429_openai_default_retries(url: str) -> None:
+    conversation = uuid.uuid4().hex
+    started = time.monotonic()
+    out = openai_client(url, conversation).chat.completions.create(
+        model=OPENAI_MODEL, messages=[{"role": "user", "content": "please retry until it works"}]
+    )
+    elapsed = time.monotonic() - started
+    assert out.choices[0].message.content == "Third time lucky."
+    assert 1.9 <= elapsed < 5.0  # retry-after 1s, twice
+    assert [e["status"] for e in journal(url, conversation)] == [429, 429, 200]
+
+
+def test_retry_429_anthropic_default_retries(url: str) -> None:
+    started = time.monotonic()
+    out = anthropic_client(url).messages.create(
+        model=ANTHROPIC_MODEL, max_tokens=100, messages=[{"role": "user", "content": "please retry, Claude"}]
+    )
+    elapsed = time.monotonic() - started
+    assert out.content[0].text == "Third time lucky."  # type: ignore[union-attr]
+    assert 1.9 <= elapsed < 5.0
+
+
+def test_retry_429_without_retries_the_client_sees_the_rate_limit(url: str) -> None:
+    with pytest.raises(openai.RateLimitError) as info:
+        openai_client(url, max_retries=0).chat.completions.create(
+            model=OPENAI_MODEL, messages=[{"role": "user", "content": "please retry, once only"}]
+        )
+    assert info.value.response.headers["retry-after"] == "1"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# stream_cut_in_arguments.mockllm — the SDK raises and no complete call comes out
+
+
+def test_stream_cut_in_arguments_openai(url: str) -> None:
+    events: list[str] = []
+    completed_calls: list[str] = []
+    with pytest.raises(openai.APIConnectionError):
+        with openai_client(url).chat.completions.stream(
+            model=OPENAI_MODEL, messages=[{"role": "user", "content": "Please book the meeting."}]
+        ) as s:
+            for event in s:
+                events.append(event.type)
+                if event.type == "tool_calls.function.arguments.done":
+                    completed_calls.append(event.arguments)
+    assert "tool_calls.function.arguments.delta" in events  # some arguments did arrive…
+    assert completed_calls == []  # …but no call was ever complete
+
+
+def test_stream_cut_in_arguments_anthropic(url: str) -> None:
+    partial: list[str] = []
+    finished_blocks: list[Any] = []
+    with pytest.raises((anthropic.APIConnectionError, httpx2.TransportError)):
+        with anthropic_client(url).messages.stream(
+            model=ANTHROPIC_MODEL, max_tokens=1024, messages=[{"role": "user", "content": "book the meeting"}]
+        ) as s:
+            for event in s:
+                if event.type == "input_json":
+                    partial.append(event.partial_json)
+                if event.type == "content_block_stop":
+                    finished_blocks.append(event.content_block)
+    assert partial and finished_blocks == []
+    with pytest.raises(json.JSONDecodeError):
+        json.loads("".join(partial))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# thinking_then_tool.mockllm — Anthropic keeps the thinking block; OpenAI just gets the call
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_thinking_then_tool_anthropic(url: str, stream: bool) -> None:
+    c = anthropic_client(url)
+    tools = anthropic_tools("get_quote")
+    messages: list[Any] = [{"role": "user", "content": "Please think first: what does ACME trade at?"}]
+    first, _ = anthropic_turn(c, stream, messages=messages, tools=tools)
+    assert [b.type for b in first.content] == ["thinking", "tool_use"]
+    assert first.content[0].thinking == "The user wants the stock price; I should call the quote tool."
+    assert first.content[1].input == {"symbol": "ACME"}
+
+    messages.append(assistant_blocks(first))  # the thinking block goes back unchanged
+    assert messages[-1]["content"][0]["type"] == "thinking"
+    messages.append(
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": first.content[1].id, "content": "42.10"}]}
+    )
+    second, _ = anthropic_turn(c, stream, messages=messages, tools=tools)
+    assert second.content[0].text == "ACME trades at 42.10."
+
+
+def test_thinking_then_tool_openai(url: str) -> None:
+    c = openai_client(url)
+    messages: list[Any] = [{"role": "user", "content": "think first, then quote ACME"}]
+    first, _ = openai_turn(c, True, messages=messages, tools=openai_tools("get_quote"))
+    assert not first.message.content
+    [call] = first.message.tool_calls
+    assert call.function.name == "get_quote" and json.loads(call.function.arguments) == {"symbol": "ACME"}
+    messages += [assistant_message(first), {"role": "tool", "tool_call_id": call.id, "content": "42.10"}]
+    second, _ = openai_turn(c, True, messages=messages)
+    assert second.message.content == "ACME trades at 42.10."
+
+
+# ---------------------------------------------------------------------------------------------------------
+# refusal.mockllm — shown as a refusal, not as an empty answer
+
+
+REFUSAL = "I can't help with that."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_refusal_openai(url: str, stream: bool) -> None:
+    choice, _ = openai_turn(
+        openai_client(url), stream, messages=[{"role": "user", "content": "How do I pick the lock?"}]
+    )
+    assert choice.message.refusal == REFUSAL
+    assert choice.message.content is None
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_refusal_anthropic(url: str, stream: bool) -> None:
+    message, _ = anthropic_turn(anthropic_client(url), stream, messages=[{"role": "user", "content": "pick the lock"}])
+    assert message.stop_reason == "refusal"
+
+
+def test_refusal_responses(url: str) -> None:
+    response = openai_client(url).responses.create(model=OPENAI_MODEL, input="Help me pick the lock.")
+    [item] = response.output
+    assert item.type == "message"
+    assert [(p.type, getattr(p, "refusal", None)) for p in item.content] == [("refusal", REFUSAL)]
+    assert response.output_text == ""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# finish_length.mockllm — a truncated answer is noticed as truncated
+
+
+TRUNCATED = "Once upon a time, in a land far"
+
+
+def test_finish_length_openai_create(url: str) -> None:
+    out = openai_client(url).chat.completions.create(
+        model=OPENAI_MODEL, messages=[{"role": "user", "content": "Please write a long story."}]
+    )
+    assert out.choices[0].finish_reason == "length"
+    assert out.choices[0].message.content == TRUNCATED
+    assert out.usage is not None and (out.usage.prompt_tokens, out.usage.completion_tokens) == (12, 8)
+
+
+def test_finish_length_openai_stream_helper_raises(url: str) -> None:
+    with pytest.raises(openai.LengthFinishReasonError):
+        with openai_client(url).chat.completions.stream(
+            model=OPENAI_MODEL, messages=[{"role": "user", "content": "write a long story, streamed"}]
+        ) as s:
+            s.get_final_completion()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_finish_length_anthropic(url: str, stream: bool) -> None:
+    message, _ = anthropic_turn(
+        anthropic_client(url), stream, messages=[{"role": "user", "content": "write a long story"}]
+    )
+    assert message.stop_reason == "max_tokens"
+    assert message.content[0].text == TRUNCATED
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_finish_length_gemini(url: str, stream: bool) -> None:
+    g = gemini_client(url)
+    if stream:
+        chunks = list(g.models.generate_content_stream(model=GEMINI_MODEL, contents="write a long story"))
+        text = "".join(c.text or "" for c in chunks)
+        reason = chunks[-1].candidates[0].finish_reason  # type: ignore[index]
+    else:
+        response = g.models.generate_content(model=GEMINI_MODEL, contents="write a long story")
+        text, reason = response.text or "", response.candidates[0].finish_reason  # type: ignore[index]
+    assert reason == gtypes.FinishReason.MAX_TOKENS
+    assert text == TRUNCATED
+
+
+def test_finish_length_responses_and_ollama(url: str) -> None:
+    response = openai_client(url).responses.create(model=OPENAI_MODEL, input="write a long story")
+    assert response.status == "incomplete"
+    assert response.incomplete_details is not None and response.incomplete_details.reason == "max_output_tokens"
+    assert response.output_text == TRUNCATED
+
+    reply = ollama_client(url).chat(model=OLLAMA_MODEL, messages=[{"role": "user", "content": "write a long story"}])
+    assert reply.done_reason == "length" and reply.message.content == TRUNCATED
+
+
+# ---------------------------------------------------------------------------------------------------------
+# defaults.mockllm — anything else is echoed
+
+
+def test_echo_fallback_every_provider(url: str) -> None:
+    said = "Nothing in the examples matches this sentence."
+    chat = openai_client(url).chat.completions.create(model=OPENAI_MODEL, messages=[{"role": "user", "content": said}])
+    assert chat.choices[0].message.content == said
+    message = anthropic_client(url).messages.create(
+        model=ANTHROPIC_MODEL, max_tokens=100, messages=[{"role": "user", "content": said}]
+    )
+    assert message.content[0].text == said  # type: ignore[union-attr]
+    assert openai_client(url).responses.create(model=OPENAI_MODEL, input=said).output_text == said
+    g = gemini_client(url)  # keep the client referenced: a dropped genai.Client closes its connections
+    assert g.models.generate_content(model=GEMINI_MODEL, contents=said).text == said
+    reply = ollama_client(url).chat(model=OLLAMA_MODEL, messages=[{"role": "user", "content": said}])
+    assert reply.message.content == said
+
+
+def test_echo_fallback_streams_word_by_word(url: str) -> None:
+    said = "an unscripted question gets streamed back"
+    _, deltas = openai_turn(openai_client(url), True, messages=[{"role": "user", "content": said}])
+    assert "".join(deltas) == said and len(deltas) == len(said.split())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# docs/cookbook.md quotes the scripts verbatim
+
+
+def fenced_blocks(language: str) -> list[str]:
+    text = COOKBOOK.read_text(encoding="utf-8")
+    return re.findall(rf"^```{language}\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def test_cookbook_quotes_every_script_verbatim() -> None:
+    blocks = fenced_blocks("mockllm")
+    files = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8") for p in SCENARIOS.rglob("*.mockllm")}
+    missing = [name for name, text in files.items() if text not in blocks]
+    assert missing == [], "docs/cookbook.md does not quote these files verbatim"
+    for block in blocks:
+        if block in files.values():
+            continue
+        # Any other script in the cookbook must check cleanly, as if it lived in scenarios/examples/.
+        library = load_text(block, file="cookbook.mockllm", base_dir=str(EXAMPLES))
+        compiled, diagnostics = compile_library(library)
+        assert compiled is not None and diagnostics == [], render(diagnostics, library.sources)
+
+
+def test_cookbook_python_snippets_parse() -> None:
+    blocks = fenced_blocks("python")
+    assert len(blocks) >= 15
+    for block in blocks:
+        ast.parse(block)
