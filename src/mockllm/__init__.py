@@ -1,7 +1,144 @@
-"""mockllm: a mock LLM server for end-to-end tests, driven by `.mockllm` scenario scripts."""
+"""mockllm: a mock LLM server for end-to-end tests, driven by `.mockllm` scenario scripts.
+
+The public API::
+
+    import mockllm
+
+    result = mockllm.load("scenarios/")            # diagnostics as data: result.ok, result.render()
+    library = mockllm.load_or_raise("scenarios/")  # or DiagnosticsError
+    with mockllm.serve("scenarios/") as server:    # a real server on a free loopback port
+        client = OpenAI(base_url=server.openai_base_url, api_key="test")
+
+    weather = mockllm.scenario("Weather").step("ask").when(...).reply(mockllm.text("Sunny"))
+
+The pytest plugin (fixtures ``mockllm``, ``mockllm_server``, ``mockllm_env``) lives in
+:mod:`mockllm.pytest_plugin` and is registered automatically.
+"""
 
 from __future__ import annotations
 
+from mockllm.api import (
+    Loaded,
+    LoadResult,
+    MockServer,
+    Source,
+    Verification,
+    is_script_text,
+    load,
+    load_or_raise,
+    serve,
+)
+from mockllm.builder import (
+    BuilderError,
+    ConditionBuilder,
+    ScenarioBuilder,
+    ScriptBuilder,
+    SubjectBuilder,
+    any_assistant_message,
+    any_message,
+    any_system_message,
+    any_tool_message,
+    any_user_message,
+    body,
+    chunks,
+    defaults,
+    disconnect,
+    duration,
+    echo,
+    echo_header,
+    endpoint,
+    error,
+    field,
+    finish,
+    hang,
+    header,
+    last_message,
+    last_user_message,
+    latency,
+    model,
+    named_reply,
+    provider,
+    refusal,
+    request_header,
+    retry_after,
+    scenario,
+    script,
+    status,
+    stream,
+    stream_error,
+    streaming,
+    system_prompt,
+    text,
+    thinking,
+    tool_call,
+    tool_result,
+    tools,
+    turn,
+    usage,
+    use,
+)
+from mockllm.dsl.diagnostics import Diagnostic, DiagnosticsError
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "BuilderError",
+    "ConditionBuilder",
+    "Diagnostic",
+    "DiagnosticsError",
+    "LoadResult",
+    "Loaded",
+    "MockServer",
+    "ScenarioBuilder",
+    "ScriptBuilder",
+    "Source",
+    "SubjectBuilder",
+    "Verification",
+    "__version__",
+    "any_assistant_message",
+    "any_message",
+    "any_system_message",
+    "any_tool_message",
+    "any_user_message",
+    "body",
+    "chunks",
+    "defaults",
+    "disconnect",
+    "duration",
+    "echo",
+    "echo_header",
+    "endpoint",
+    "error",
+    "field",
+    "finish",
+    "hang",
+    "header",
+    "is_script_text",
+    "last_message",
+    "last_user_message",
+    "latency",
+    "load",
+    "load_or_raise",
+    "model",
+    "named_reply",
+    "provider",
+    "refusal",
+    "request_header",
+    "retry_after",
+    "scenario",
+    "script",
+    "serve",
+    "status",
+    "stream",
+    "stream_error",
+    "streaming",
+    "system_prompt",
+    "text",
+    "thinking",
+    "tool_call",
+    "tool_result",
+    "tools",
+    "turn",
+    "usage",
+    "use",
+]

@@ -1,3 +1,256 @@
-"""pytest plugin (registered through the ``pytest11`` entry point)."""
+"""The pytest plugin (registered through the ``pytest11`` entry point): the mock in one line of a test.
+
+Fixtures:
+
+- ``mockllm_server`` (session): one in-process server per session (per xdist worker), serving the
+  library named by the ini option ``mockllm_scenarios`` (or the echo responder).
+- ``mockllm`` (per test): the server, set back to the session library with every conversation and
+  the journal forgotten before the test; scenarios of ``@pytest.mark.mockllm("path", …)`` loaded.
+  After the test body, a request that matched no step fails the test with the no-match report
+  (ini ``mockllm_strict``, default true), and, with ``mockllm_require_all_used``, so does a step the
+  test loaded and never used.
+- ``mockllm_env``: ``mockllm`` with the SDKs' environment variables pointing at the server.
+
+Nothing here imports the server until a fixture is used, so the plugin costs nothing to test runs
+that do not use it.
+"""
 
 from __future__ import annotations
+
+import os
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from mockllm.api import Loaded, MockServer, Source, Verification
+
+__all__ = ["MockLLM"]
+
+MARKER = "mockllm"
+INI_SCENARIOS = "mockllm_scenarios"
+INI_STRICT = "mockllm_strict"
+INI_REQUIRE_ALL_USED = "mockllm_require_all_used"
+
+_HANDLE = pytest.StashKey["MockLLM"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        INI_SCENARIOS,
+        "mockllm: scenario files and directories served to every test (relative to the rootdir)",
+        type="args",
+        default=[],
+    )
+    parser.addini(
+        INI_STRICT,
+        "mockllm: fail a test that sent a request no step matched (default true)",
+        type="bool",
+        default=True,
+    )
+    parser.addini(
+        INI_REQUIRE_ALL_USED,
+        "mockllm: fail a test that loaded a step it never used (default false)",
+        type="bool",
+        default=False,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(*paths, strict=None, require_all_used=None): load these .mockllm files or directories "
+        "for this test (relative to the test file, then the rootdir); strict / require_all_used override "
+        "the ini options for this test",
+    )
+
+
+def _resolve(path: str | os.PathLike[str], test_dir: Path | None, rootdir: Path) -> str:
+    """A scenario path: absolute as given; else beside the test file, then under the rootdir."""
+    p = Path(path)
+    if p.is_absolute():
+        return str(p)
+    for base in (test_dir, rootdir):
+        if base is not None and (base / p).exists():
+            return str(base / p)
+    looked = [str(b / p) for b in (test_dir, rootdir) if b is not None]
+    pytest.fail(
+        f"mockllm: scenario path {os.fspath(path)!r} not found (looked for {' and '.join(looked)})", pytrace=False
+    )
+
+
+class MockLLM:
+    """The per-test handle of the ``mockllm`` fixture."""
+
+    def __init__(self, server: MockServer, test_dir: Path | None, rootdir: Path) -> None:
+        self.server = server
+        self._test_dir = test_dir
+        self._rootdir = rootdir
+        self.loaded: list[str] = []  # scenarios this test loaded (what ``require_all_used`` checks)
+        self.strict = True
+        self.require_all_used = False
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return self.server.url
+
+    @property
+    def openai_base_url(self) -> str:
+        """The URL plus ``/v1``: ``OpenAI(base_url=mockllm.openai_base_url, api_key="test")``."""
+        return self.server.openai_base_url
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.server.anthropic_base_url
+
+    @property
+    def gemini_base_url(self) -> str:
+        return self.server.gemini_base_url
+
+    @property
+    def ollama_host(self) -> str:
+        return self.server.ollama_host
+
+    def load(self, source: Source) -> Loaded:
+        """Load scenarios for this test only: script text, a builder, or a path (relative to the test
+        file, then the rootdir). A script with errors raises
+        :class:`~mockllm.dsl.diagnostics.DiagnosticsError`."""
+        from mockllm.api import is_script_text
+
+        if isinstance(source, str | os.PathLike) and not (isinstance(source, str) and is_script_text(source)):
+            source = _resolve(source, self._test_dir, self._rootdir)
+        loaded = self.server.load(source)
+        self.loaded.extend(name for name in loaded.scenarios if name not in self.loaded)
+        return loaded
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The journal of this test's requests, oldest first."""
+        return self.server.requests
+
+    @property
+    def conversations(self) -> list[dict[str, Any]]:
+        return self.server.conversations
+
+    def verify(self) -> Verification:
+        return self.server.verify()
+
+    def reset(self, conversation: str | None = None) -> None:
+        """Forget conversation state and the journal (or one conversation's); loaded scenarios stay."""
+        self.server.reset(conversation)
+
+    def problems(self) -> str:
+        """What fails the test after its body: the strict and require-all-used reports ("" if none)."""
+        verification = self.verify()
+        parts: list[str] = []
+        if self.strict:
+            text = verification.report()
+            if text:
+                parts.append(text)
+        if self.require_all_used:
+            mine = set(self.loaded)
+            unused = tuple(s for s in verification.unused_steps if s.get("scenario") in mine)
+            if unused:
+                from mockllm.api import Verification
+
+                parts.append(Verification(unused_steps=unused).report(unused=True))
+        return "\n\n".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<mockllm fixture {self.server.url}>"
+
+
+@pytest.fixture(scope="session")
+def mockllm_server(pytestconfig: pytest.Config) -> Iterator[MockServer]:
+    """One mockllm server for the session (one per xdist worker), serving ``mockllm_scenarios``."""
+    from mockllm.api import MockServer, load
+
+    rootdir = pytestconfig.rootpath
+    paths = [_resolve(p, None, rootdir) for p in pytestconfig.getini(INI_SCENARIOS)]
+    library = None
+    if paths:
+        result = load(*paths)
+        if not result.ok:
+            pytest.fail(f"mockllm: the library in `{INI_SCENARIOS}` has errors:\n\n{result.render()}", pytrace=False)
+        library = result.compiled
+    with MockServer(library) as server:
+        yield server
+
+
+def _marker_settings(item: pytest.Item) -> tuple[list[Any], dict[str, Any]]:
+    paths: list[Any] = []
+    settings: dict[str, Any] = {}
+    for mark in reversed(list(item.iter_markers(MARKER))):  # the closest marker's settings win
+        paths.extend(mark.args)
+        settings.update(mark.kwargs)
+    return paths, settings
+
+
+@pytest.fixture
+def mockllm(mockllm_server: MockServer, request: pytest.FixtureRequest) -> Iterator[MockLLM]:
+    """The mock server for this test: back to the session library, conversations and journal empty,
+    the test's ``@pytest.mark.mockllm`` scenarios loaded."""
+    from mockllm.dsl.diagnostics import DiagnosticsError
+
+    config = request.config
+    mockllm_server.restore()
+    test_path = getattr(request.node, "path", None)
+    handle = MockLLM(mockllm_server, test_path.parent if test_path is not None else None, config.rootpath)
+    handle.strict = bool(config.getini(INI_STRICT))
+    handle.require_all_used = bool(config.getini(INI_REQUIRE_ALL_USED))
+    paths, settings = _marker_settings(request.node)
+    unknown = sorted(set(settings) - {"strict", "require_all_used"})
+    if unknown:
+        pytest.fail(f"mockllm marker: unknown option {', '.join(unknown)} (strict, require_all_used)", pytrace=False)
+    handle.strict = bool(settings.get("strict", handle.strict))
+    handle.require_all_used = bool(settings.get("require_all_used", handle.require_all_used))
+    for path in paths:
+        try:
+            handle.load(path)
+        except DiagnosticsError as exc:
+            pytest.fail(f"mockllm: {path} has errors:\n\n{exc}", pytrace=False)
+    request.node.stash[_HANDLE] = handle
+    yield handle
+
+
+@pytest.fixture
+def mockllm_env(mockllm: MockLLM, monkeypatch: pytest.MonkeyPatch) -> MockLLM:
+    """``mockllm``, with ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL`` and
+    ``OLLAMA_HOST`` pointing at the server and the API keys set to ``mockllm`` where unset."""
+    monkeypatch.setenv("OPENAI_BASE_URL", mockllm.openai_base_url)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", mockllm.anthropic_base_url)
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", mockllm.gemini_base_url)
+    monkeypatch.setenv("OLLAMA_HOST", mockllm.ollama_host)
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        if not os.environ.get(key):
+            monkeypatch.setenv(key, "mockllm")
+    return mockllm
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """After the test body: a passing test with mockllm problems fails with their report; a failing
+    one gets the report as an extra section of its failure output."""
+    report: pytest.TestReport = yield
+    if call.when != "call" or report.skipped or hasattr(report, "wasxfail"):
+        return report
+    handle = item.stash.get(_HANDLE, None)
+    if handle is None:
+        return report
+    try:
+        problems = handle.problems()
+    except Exception as exc:  # the server is gone: say so, without hiding the test's own result
+        problems = f"mockllm: could not verify the requests of this test: {exc}"
+    if not problems:
+        return report
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = problems
+    else:
+        report.sections.append(("mockllm", problems))
+    return report

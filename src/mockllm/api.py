@@ -1,0 +1,475 @@
+"""Load a library in Python, and run a real server in-process: ``mockllm.load`` and ``mockllm.serve``.
+
+``load`` never raises for a mistake in a script: it returns a :class:`LoadResult` holding the
+diagnostics as data (``load_or_raise`` raises :class:`~mockllm.dsl.diagnostics.DiagnosticsError`).
+``serve`` runs Hypercorn on a free loopback port in a background thread — a real socket, so streaming
+timing and disconnects are real — and talks to it through the admin API (``/_mockllm/``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from mockllm.builder import ScenarioBuilder, ScriptBuilder, script
+from mockllm.dsl import nodes as n
+from mockllm.dsl.diagnostics import Diagnostic, DiagnosticsError, Related, render
+from mockllm.dsl.loader import Library
+from mockllm.dsl.span import Span
+
+if TYPE_CHECKING:
+    from mockllm.dsl.compiled import CompiledLibrary
+    from mockllm.server.background import BackgroundServer
+    from mockllm.server.options import ServerOptions
+
+__all__ = [
+    "LoadResult",
+    "Loaded",
+    "MockServer",
+    "Source",
+    "Verification",
+    "is_script_text",
+    "load",
+    "load_or_raise",
+    "serve",
+]
+
+#: What ``load``, ``serve`` and ``MockServer.load`` accept: script text, a path (file or directory),
+#: a builder, or a syntax-tree node.
+Source = str | os.PathLike[str] | ScenarioBuilder | ScriptBuilder | n.Scenario | n.ScriptFile
+
+_ADMIN_FILE = "<admin>"
+_HTTP_TIMEOUT_S = 30.0
+
+
+def is_script_text(source: str) -> bool:
+    """A string is script text when it holds a newline or starts with ``{`` (the JSON form); otherwise
+    it is a path."""
+    return "\n" in source or source.lstrip().startswith("{")
+
+
+def _as_text(source: ScenarioBuilder | ScriptBuilder | n.Scenario | n.ScriptFile) -> tuple[str, str]:
+    """(script text, the name its diagnostics use) for a builder or a node."""
+    if isinstance(source, ScenarioBuilder):
+        return source.to_text(), f"<scenario {source.build().name}>"
+    if isinstance(source, n.Scenario):
+        return script(source).to_text(), f"<scenario {source.name}>"
+    if isinstance(source, ScriptBuilder):
+        return source.to_text(), source.file.path
+    return ScriptBuilder(source).to_text(), source.path
+
+
+def _combine(libraries: Sequence[Library]) -> Library:
+    files: list[n.ScriptFile] = []
+    seen: set[str] = set()
+    diagnostics: list[Diagnostic] = []
+    sources: dict[str, str] = {}
+    aliases: dict[str, Mapping[str, str]] = {}
+    for lib in libraries:
+        for f in lib.files:
+            if f.path not in seen:
+                seen.add(f.path)
+                files.append(f)
+        diagnostics.extend(lib.diagnostics)
+        sources.update(lib.sources)
+        aliases.update(lib.aliases)
+    return Library(tuple(files), tuple(diagnostics), sources, aliases)
+
+
+def _library(sources: Sequence[Source], base_dir: str | os.PathLike[str] | None) -> Library:
+    from mockllm.dsl.loader import load_paths, load_text
+
+    base = os.fspath(base_dir) if base_dir is not None else None
+    parts: list[Library] = []
+    texts = 0
+    for source in sources:
+        if isinstance(source, ScenarioBuilder | ScriptBuilder | n.Scenario | n.ScriptFile):
+            text, name = _as_text(source)
+            parts.append(load_text(text, file=name, base_dir=base))
+        elif isinstance(source, str) and is_script_text(source):
+            texts += 1
+            parts.append(load_text(source, file="<text>" if texts == 1 else f"<text {texts}>", base_dir=base))
+        elif isinstance(source, str | os.PathLike):
+            path = os.fspath(source)
+            if base is not None and not os.path.isabs(path):
+                path = os.path.join(base, path)
+            parts.append(load_paths([path]))
+        else:
+            raise TypeError(
+                f"mockllm.load takes script text, a path, or a builder such as mockllm.scenario(…), not {source!r}"
+            )
+    return _combine(parts)
+
+
+@attrs.frozen
+class LoadResult:
+    """A loaded library: the syntax trees, the compiled tables (None when there are errors) and every
+    diagnostic, as data."""
+
+    library: Library
+    compiled: CompiledLibrary | None
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error (warnings allowed)."""
+        return self.compiled is not None
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.is_error)
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if not d.is_error)
+
+    @property
+    def scenarios(self) -> list[str]:
+        """The names of the compiled scenarios, in selection order."""
+        return [m.name for m in self.compiled.machines] if self.compiled is not None else []
+
+    def render(self) -> str:
+        """Every diagnostic as ``mockllm check`` prints it (source line and caret included)."""
+        return render(self.diagnostics, self.library.sources)
+
+    def raise_for_errors(self) -> CompiledLibrary:
+        """The compiled library, or :class:`DiagnosticsError` carrying every diagnostic."""
+        if self.compiled is None:
+            raise DiagnosticsError(self.diagnostics, self.library.sources)
+        return self.compiled
+
+
+def load(*sources: Source, base_dir: str | os.PathLike[str] | None = None) -> LoadResult:
+    """Load, check and compile a library from script text, paths (files or directories) and builders,
+    in the order given. Relative paths and ``use`` imports in text resolve against ``base_dir``
+    (default: the working directory). Never raises for a mistake in a script."""
+    from mockllm.dsl.compiler import compile_library
+
+    library = _library(sources, base_dir)
+    compiled, diagnostics = compile_library(library)
+    return LoadResult(library, compiled, tuple(diagnostics))
+
+
+def load_or_raise(*sources: Source, base_dir: str | os.PathLike[str] | None = None) -> CompiledLibrary:
+    """:func:`load`, raising :class:`DiagnosticsError` (its message is the rendered diagnostics) on errors."""
+    return load(*sources, base_dir=base_dir).raise_for_errors()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Verification
+
+
+def _unmatched_text(entry: Mapping[str, Any]) -> str:
+    no_match = entry.get("no_match") or {}
+    message: str = no_match.get("message") or f"mockllm: no step matched request #{entry.get('id')}"
+    return message
+
+
+@attrs.frozen
+class Verification:
+    """What ``GET /_mockllm/verify`` reports since the last reset: requests no step answered (the
+    no-match report of each), requests whose ``expect:`` failed, and steps never used."""
+
+    unmatched: tuple[dict[str, Any], ...] = ()
+    expectation_failures: tuple[dict[str, Any], ...] = ()
+    unused_steps: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """No unmatched request and no failed expectation (unused steps are reported apart)."""
+        return not self.unmatched and not self.expectation_failures
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verification:
+        return cls(
+            tuple(data.get("unmatched", ())),
+            tuple(data.get("expectation_failures", ())),
+            tuple(data.get("unused_steps", ())),
+        )
+
+    def report(self, *, unused: bool = False) -> str:
+        """The problems as text ("" when there are none); ``unused`` adds the steps never used."""
+        parts: list[str] = []
+        if self.unmatched:
+            count = len(self.unmatched)
+            head = f"mockllm: {count} request{'s' if count != 1 else ''} matched no step"
+            parts.append("\n\n".join([head, *(_unmatched_text(e) for e in self.unmatched)]))
+        if self.expectation_failures:
+            lines = [f"mockllm: expectation failed: {e.get('expectation_failed')}" for e in self.expectation_failures]
+            parts.append("\n".join(lines))
+        if unused and self.unused_steps:
+            lines = ["mockllm: steps never used:"]
+            lines += [
+                f'  - scenario "{s["scenario"]}", step `{s["step"]}` ({s["location"]})' for s in self.unused_steps
+            ]
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.report(unused=True) or "mockllm: every request matched a step"
+
+
+@attrs.frozen
+class Loaded:
+    """What a load into a running server did."""
+
+    scenarios: tuple[str, ...]  # the scenarios loaded, in selection order
+    replaced: tuple[str, ...] = ()  # those that replaced a scenario of the same name
+    warnings: tuple[Diagnostic, ...] = ()
+
+
+def _diagnostic_from_json(data: Mapping[str, Any]) -> Diagnostic:
+    def span(s: Mapping[str, Any] | None) -> Span:
+        s = s or {}
+        return Span(
+            str(s.get("file", _ADMIN_FILE)),
+            int(s.get("line", 0)),
+            int(s.get("column", 0)),
+            int(s.get("end_line", 0)),
+            int(s.get("end_column", 0)),
+        )
+
+    return Diagnostic(
+        "warning" if data.get("severity") == "warning" else "error",
+        str(data.get("code", "error")),
+        str(data.get("message", "")),
+        span(data.get("span")),
+        data.get("hint"),
+        tuple(Related(span(r.get("span")), str(r.get("message", ""))) for r in data.get("related", ())),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The in-process server
+
+
+class MockServer:
+    """A mockllm server running in this process on a real loopback socket.
+
+    Use it as a context manager (``with mockllm.serve("scenarios/") as server:``) or call
+    :meth:`start` and :meth:`stop`. The admin calls go over HTTP to ``/_mockllm/``."""
+
+    def __init__(
+        self,
+        library: CompiledLibrary | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        options: ServerOptions | None = None,
+    ) -> None:
+        from mockllm.server.options import ServerOptions
+
+        self.library = library  # what the server starts with and :meth:`restore` goes back to
+        self.options = options or ServerOptions(no_auth=True)
+        self._host = host
+        self._port = port
+        self._server: BackgroundServer | None = None
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+
+    # ---- lifecycle
+
+    def start(self) -> MockServer:
+        """Bind a port and serve; returns once the server accepts connections."""
+        from mockllm.server.background import BackgroundServer
+
+        if self._server is None:
+            server = BackgroundServer(self.library, host=self._host, port=self._port, options=self.options)
+            server.start()
+            self._server = server
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (open streams and hangs end); the port is released."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop()
+
+    def __enter__(self) -> MockServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def _background(self) -> BackgroundServer:
+        if self._server is None:
+            raise RuntimeError("mockllm: the server is not running: use `with mockllm.serve(…) as server:` or .start()")
+        return self._server
+
+    # ---- where clients connect
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return self._background().url
+
+    @property
+    def port(self) -> int:
+        return self._background().port
+
+    @property
+    def openai_base_url(self) -> str:
+        """For ``OpenAI(base_url=…)``: the URL plus ``/v1``."""
+        return self.url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """For ``Anthropic(base_url=…)``."""
+        return self.url
+
+    @property
+    def gemini_base_url(self) -> str:
+        """For ``genai.Client(http_options={"base_url": …})``."""
+        return self.url
+
+    @property
+    def ollama_host(self) -> str:
+        """For ``ollama.Client(host=…)``."""
+        return self.url
+
+    # ---- admin API
+
+    def _call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> tuple[int, Any]:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        if self.options.admin_token:
+            headers["Authorization"] = f"Bearer {self.options.admin_token}"
+        req = urllib.request.Request(self.url + "/_mockllm" + path, data=body, method=method, headers=headers)
+        try:
+            with self._opener.open(req, timeout=_HTTP_TIMEOUT_S) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                return exc.code, json.loads(raw or b"null")
+            except ValueError:
+                return exc.code, {"error": raw.decode("utf-8", "replace")}
+
+    def _get(self, path: str) -> Any:
+        status, data = self._call("GET", path)
+        if status != 200:
+            raise RuntimeError(f"mockllm: GET /_mockllm{path} answered {status}: {data}")
+        return data
+
+    def load(self, source: Source, *, base_dir: str | os.PathLike[str] | None = None) -> Loaded:
+        """Load scenarios on top of what the server has; same-named scenarios are replaced.
+
+        Script text and builders go to ``POST /_mockllm/scenarios``. A path (file or directory) is
+        loaded in this process, so diagnostics and no-match reports name the real file and line and
+        its ``use`` imports resolve beside it. Errors raise :class:`DiagnosticsError`; nothing is
+        loaded then."""
+        if isinstance(source, str) and is_script_text(source):
+            return self._post_text(source)
+        if isinstance(source, ScenarioBuilder | ScriptBuilder | n.Scenario | n.ScriptFile):
+            return self._post_text(_as_text(source)[0])
+        return self._load_compiled(load(source, base_dir=base_dir))
+
+    def _post_text(self, text: str) -> Loaded:
+        is_json = text.lstrip().startswith("{")
+        content_type = "application/json" if is_json else "text/plain; charset=utf-8"
+        status, data = self._call("POST", "/scenarios", text.encode("utf-8"), content_type)
+        if status == 400 and isinstance(data, dict) and "errors" in data:
+            diagnostics = [_diagnostic_from_json(d) for d in data["errors"]]
+            raise DiagnosticsError(diagnostics, {_ADMIN_FILE: text, _ADMIN_FILE + ".json": text})
+        if status != 200:
+            raise RuntimeError(f"mockllm: loading scenarios answered {status}: {data}")
+        return Loaded(
+            tuple(data.get("loaded", ())),
+            tuple(data.get("replaced", ())),
+            tuple(_diagnostic_from_json(d) for d in data.get("warnings", ())),
+        )
+
+    def _load_compiled(self, result: LoadResult) -> Loaded:
+        from mockllm.dsl.compiler import merge
+
+        compiled = result.raise_for_errors()
+        engine = self._background().engine
+        base = engine.library
+        names = tuple(m.name for m in compiled.machines)
+        replaced = tuple(m.name for m in base.machines if m.name in names) if base is not None else ()
+        if compiled.machines or compiled.fallback is not None:
+            engine.load(merge(base, compiled) if base is not None else compiled)
+        return Loaded(names, replaced, result.warnings)
+
+    def clear(self) -> None:
+        """Remove every scenario (``DELETE /_mockllm/scenarios``): the echo responder answers."""
+        self._call("DELETE", "/scenarios")
+
+    def reset(self, conversation: str | None = None) -> None:
+        """Forget conversation state and the journal (``POST /_mockllm/reset``), or one conversation's."""
+        path = "/reset"
+        if conversation is not None:
+            from urllib.parse import quote
+
+            path += "?conversation=" + quote(conversation, safe="")
+        status, data = self._call("POST", path)
+        if status != 200:
+            raise RuntimeError(f"mockllm: reset answered {status}: {data}")
+
+    def restore(self) -> None:
+        """Back to the library the server started with, every conversation and the journal forgotten."""
+        engine = self._background().engine
+        engine.load(self.library)
+        engine.reset()
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The journal (``GET /_mockllm/requests``), oldest first: provider, endpoint, model, the matched
+        ``{"scenario", "step", "location"}`` or the ``no_match`` report, status … (fetched on each read)."""
+        data: list[dict[str, Any]] = self._get("/requests")
+        return data
+
+    @property
+    def conversations(self) -> list[dict[str, Any]]:
+        """Each conversation's machine positions, use counts and captures (``GET /_mockllm/conversations``)."""
+        data: list[dict[str, Any]] = self._get("/conversations")
+        return data
+
+    def verify(self) -> Verification:
+        """Unmatched requests, failed expectations and unused steps since the last reset."""
+        return Verification.from_json(self._get("/verify"))
+
+    def scenarios(self) -> list[dict[str, Any]]:
+        """The loaded scenarios (``GET /_mockllm/scenarios``), in selection order."""
+        data: list[dict[str, Any]] = self._get("/scenarios")
+        return data
+
+    def __repr__(self) -> str:
+        where = self._server.url if self._server is not None else "not running"
+        return f"<mockllm.MockServer {where}>"
+
+
+def serve(
+    *sources: Source,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    no_auth: bool = True,
+    lenient: bool = False,
+    admin_token: str | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+    options: ServerOptions | None = None,
+) -> MockServer:
+    """A server for ``sources`` (none: the echo responder), started by ``with`` or ``.start()``.
+
+    ``port=0`` picks a free port. ``no_auth`` (default on) skips the per-provider API-key checks;
+    ``lenient`` skips history validation. ``options`` (a full
+    :class:`~mockllm.server.options.ServerOptions`) overrides those three. A library with errors raises
+    :class:`DiagnosticsError` here, before anything starts."""
+    from mockllm.server.options import ServerOptions
+
+    library = load_or_raise(*sources, base_dir=base_dir) if sources else None
+    opts = options or ServerOptions(no_auth=no_auth, lenient=lenient, admin_token=admin_token)
+    return MockServer(library, host=host, port=port, options=opts)
