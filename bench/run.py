@@ -1,0 +1,1048 @@
+"""`python bench/run.py`: mockllm's benchmark suite, the measure of the targets in server spec §8.
+
+Every HTTP figure is a ratio against a baseline served in the same process tree at the same time:
+both servers run side by side, pinned to one core, while `bench/load.py` (its own process, pinned to
+the other core) drives them in alternating runs -- baseline, mockllm, baseline, mockllm, ... -- and
+the ratio is the median of the per-pair ratios (3 pairs in full mode, 1 with ``--smoke``). The raw
+numbers are shown beside each ratio. The in-process rows (matching cost, memory) run in a worker
+subprocess (this file with ``--worker``), so the parent's imports do not count.
+
+    python bench/run.py [--smoke] [--out docs/performance.md] [--server hypercorn|uvicorn|both]
+
+The table goes to stdout and, in full mode, to ``docs/performance.md`` (``--out``). A section whose
+mockllm piece cannot run yet prints a "not available yet: <reason>" row instead of failing.
+Progress goes to stderr."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import gc
+import http.client
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SCENARIOS = HERE / "scenarios"
+CHAT_SCRIPT = SCENARIOS / "chat.mockllm"
+TIMED_SCRIPT = SCENARIOS / "timed.mockllm"
+LOAD = HERE / "load.py"
+BASELINE = HERE / "baseline_app.py"
+BENCH_CHECK = HERE / "bench_check.py"
+PY = sys.executable
+
+HEADER = ("#", "measurement", "setting", "mockllm", "baseline", "ratio", "target", "result")
+CHAT_BODY = {"model": "bench", "messages": [{"role": "user", "content": "Hello, benchmark"}]}
+STREAM_BODY = {**CHAT_BODY, "stream": True}
+TIMED_BODY = {"model": "bench-timed", "stream": True, "messages": [{"role": "user", "content": "Hello, benchmark"}]}
+TIMED_LATENCY_MS = 50.0  # bench/scenarios/timed.mockllm: `latency 50ms`
+TIMED_INTERVAL_MS = 20.0  # and `stream 5 chunks, 20ms apart`
+RATIO_TARGET = 0.8
+MATCH_TARGET = 2.0
+CHECK_TARGET_S = 1.0
+TIMING_TARGET_MS = 5.0
+MEMORY_TARGET_MB = 200.0
+FLAT_TOLERANCE = 1.10  # "flat once eviction starts": the last point within 10 % (+5 MB) of the bound's
+
+
+def progress(text: str) -> None:
+    print(f"bench: {text}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Rows and the table
+
+
+@dataclass
+class Row:
+    num: str
+    what: str
+    setting: str
+    target: str
+    result: str
+    mockllm: str = "—"
+    baseline: str = "—"
+    ratio: str = "—"
+
+    def cells(self) -> tuple[str, ...]:
+        return (self.num, self.what, self.setting, self.mockllm, self.baseline, self.ratio, self.target, self.result)
+
+
+def unavailable(num: str, what: str, setting: str, target: str, reason: str, baseline: str = "—") -> Row:
+    return Row(num, what, setting, target, f"not available yet: {one_line(reason)}", baseline=baseline)
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split()).replace("|", "/")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def table(rows: Sequence[Row]) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "|".join(" --- " for _ in HEADER) + "|"]
+    lines.extend("| " + " | ".join(row.cells()) + " |" for row in rows)
+    return "\n".join(lines)
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def fmt_num(value: float, unit: str = "") -> str:
+    text = f"{value:,.0f}" if value >= 100 else f"{value:,.1f}" if value >= 10 else f"{value:,.2f}"
+    return f"{text} {unit}".strip()
+
+
+def fmt_ratio(value: float) -> str:
+    return f"{value:.2f}×"
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+# ------------------------------------------------------------------------------------------------
+# Modes and machine placement
+
+
+@dataclass(frozen=True)
+class Mode:
+    smoke: bool
+    repeats: int  # alternating pairs per measurement
+    duration: float  # seconds per load run
+    warmup: float
+    timed_duration: float
+    concurrencies: tuple[int, ...] = (1, 16, 64)
+    match_steps: int = 10_000
+    check_lines: int = 10_000
+    memory_points: tuple[int, ...] = (50_000, 100_000, 200_000)
+    max_conversations: int = 100_000
+
+    @staticmethod
+    def full() -> Mode:
+        return Mode(smoke=False, repeats=3, duration=3.0, warmup=0.5, timed_duration=3.0)
+
+    @staticmethod
+    def quick() -> Mode:
+        return Mode(
+            smoke=True,
+            repeats=1,
+            duration=0.3,
+            warmup=0.1,
+            timed_duration=0.5,
+            match_steps=200,
+            check_lines=2_000,
+            memory_points=(2_000, 4_000, 8_000),
+            max_conversations=4_000,
+        )
+
+
+@dataclass(frozen=True)
+class Placement:
+    server_cpus: frozenset[int] | None
+    load_cpu: int | None
+    note: str
+
+
+def placement() -> Placement:
+    if not hasattr(os, "sched_getaffinity"):
+        return Placement(None, None, "this platform cannot pin processes to cores; nothing was pinned")
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return Placement(None, None, f"only core {cores} is available; servers and load generator share it")
+    servers = frozenset(cores[:-1])
+    return Placement(
+        servers,
+        cores[-1],
+        f"{len(cores)} cores available; servers and in-process workers pinned to core(s) "
+        f"{', '.join(map(str, sorted(servers)))}, load generator pinned to core {cores[-1]}",
+    )
+
+
+def pin(pid: int, cpus: frozenset[int] | None) -> None:
+    if cpus is not None and hasattr(os, "sched_setaffinity"):
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(pid, cpus)
+
+
+# ------------------------------------------------------------------------------------------------
+# Server processes
+
+
+class ServerFailed(Exception):
+    pass
+
+
+class Server:
+    """A server subprocess whose first stdout line is `… listening on http://HOST:PORT`."""
+
+    def __init__(self, name: str, argv: Sequence[str], cpus: frozenset[int] | None, logdir: Path) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.cpus = cpus
+        self.out_path = logdir / f"{name}.out"
+        self.err_path = logdir / f"{name}.err"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self, timeout: float = 30.0) -> str:
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT)
+        pin(self.proc.pid, self.cpus)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            first = self.out_path.read_text(encoding="utf-8", errors="replace").split("\n", 1)
+            if len(first) > 1 or (first[0] and self.proc.poll() is not None):
+                found = re.search(r"listening on (http://\S+)", first[0])
+                if found:
+                    self.url = found.group(1)
+                    return self.url
+                raise ServerFailed(f"{self.name} printed {first[0]!r} instead of its listening line; {self.tail()}")
+            code = self.proc.poll()
+            if code is not None:
+                raise ServerFailed(f"{self.name} exited with code {code} before listening; {self.tail()}")
+            time.sleep(0.05)
+        raise ServerFailed(f"{self.name} did not print its listening line within {timeout:.0f} s; {self.tail()}")
+
+    def tail(self) -> str:
+        try:
+            lines = [ln for ln in self.err_path.read_text(encoding="utf-8", errors="replace").splitlines() if ln]
+        except OSError:
+            lines = []
+        return "stderr: " + (" / ".join(lines[-3:]) if lines else "(empty)")
+
+    def stop(self) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def running(server: Server) -> Iterator[Server]:
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def post(url: str, body: dict[str, Any], timeout: float = 10.0) -> tuple[int, bytes]:
+    """One POST to ``url``/v1/chat/completions: status and body bytes."""
+    host, _, port = url.removeprefix("http://").rpartition(":")
+    conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout)
+    try:
+        data = json.dumps(body).encode()
+        conn.request("POST", "/v1/chat/completions", data, {"content-type": "application/json"})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+class LoadFailed(Exception):
+    pass
+
+
+LOAD_CORES: set[int] = set()  # the cores the load generator reported running on
+
+
+def load(
+    url: str, body: dict[str, Any], concurrency: int, mode: Mode, place: Placement, *, stream: bool, timed: bool = False
+) -> dict[str, Any]:
+    duration = mode.timed_duration if timed else mode.duration
+    argv = [
+        PY,
+        str(LOAD),
+        "--url",
+        url,
+        "--body",
+        json.dumps(body),
+        "--concurrency",
+        str(concurrency),
+        "--duration",
+        str(duration),
+        "--warmup",
+        str(mode.warmup),
+    ]
+    if stream:
+        argv.append("--stream")
+    if timed:
+        argv += ["--expect-latency-ms", str(TIMED_LATENCY_MS), "--expect-interval-ms", str(TIMED_INTERVAL_MS)]
+    if place.load_cpu is not None:
+        argv += ["--cpu", str(place.load_cpu)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=duration + mode.warmup + 60, cwd=ROOT)
+    except subprocess.TimeoutExpired as exc:
+        raise LoadFailed("the load generator did not finish in time") from exc
+    if done.returncode != 0:
+        raise LoadFailed(f"the load generator failed: {one_line(done.stderr[-400:])}")
+    try:
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as exc:
+        raise LoadFailed(f"the load generator printed no JSON: {one_line(done.stdout[-200:])}") from exc
+    LOAD_CORES.update(result.get("cpu") or ())
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# Rows 1, 2 and 5: HTTP against a bare Starlette baseline
+
+
+@dataclass
+class Pairs:
+    """Alternating baseline/mockllm runs of one measurement."""
+
+    baseline: list[dict[str, Any]] = field(default_factory=list)
+    mockllm: list[dict[str, Any]] = field(default_factory=list)
+
+    def values(self, key: str) -> tuple[list[float], list[float]]:
+        return [float(r[key]) for r in self.baseline], [float(r[key]) for r in self.mockllm]
+
+
+def failed_reason(runs: Sequence[dict[str, Any]]) -> str | None:
+    """Why mockllm's runs cannot be scored (every request failed), else None."""
+    if runs and all(r["requests"] == 0 for r in runs):
+        sample = next((r.get("error_sample") for r in runs if r.get("error_sample")), None)
+        return f"every request failed ({sample or 'no response'})"
+    return None
+
+
+def errors_note(runs: Sequence[dict[str, Any]]) -> str:
+    errors = sum(int(r.get("errors", 0)) for r in runs)
+    return f" ({errors:,} errors)" if errors else ""
+
+
+def alternate(
+    base_url: str,
+    mock_url: str | None,
+    body: dict[str, Any],
+    concurrency: int,
+    mode: Mode,
+    place: Placement,
+    *,
+    stream: bool,
+    timed: bool = False,
+) -> Pairs:
+    pairs = Pairs()
+    for _ in range(mode.repeats):
+        pairs.baseline.append(load(base_url, body, concurrency, mode, place, stream=stream, timed=timed))
+        if mock_url is not None:
+            pairs.mockllm.append(load(mock_url, body, concurrency, mode, place, stream=stream, timed=timed))
+    return pairs
+
+
+def ratio_row(num: str, what: str, setting: str, pairs: Pairs, key: str, unit: str, reason: str | None) -> Row:
+    target = f"≥ {RATIO_TARGET}×"
+    base, mock = pairs.values(key)
+    baseline = fmt_num(median(base), unit) + errors_note(pairs.baseline)
+    if reason is not None:
+        return unavailable(num, what, setting, target, reason, baseline=baseline)
+    failure = failed_reason(pairs.mockllm)
+    if failure is not None:
+        return unavailable(num, what, setting, target, f"mockllm: {failure}", baseline=baseline)
+    ratios = [m / b if b > 0 else 0.0 for b, m in zip(base, mock, strict=True)]
+    ratio = median(ratios)
+    return Row(
+        num,
+        what,
+        setting,
+        target,
+        verdict(ratio >= RATIO_TARGET),
+        mockllm=fmt_num(median(mock), unit) + errors_note(pairs.mockllm),
+        baseline=baseline,
+        ratio=fmt_ratio(ratio),
+    )
+
+
+def capture_canned(url: str, wanted: Sequence[tuple[str, dict[str, Any], str]], into: Path) -> dict[str, Path]:
+    """mockllm's own replies to the benchmark requests (key, body, file name), saved for the baseline to
+    send back."""
+    files: dict[str, Path] = {}
+    for key, body, name in wanted:
+        try:
+            status, data = post(url, body)
+        except OSError as exc:
+            raise ServerFailed(f"mockllm did not answer the benchmark request: {exc}") from exc
+        if status != 200:
+            text = data.decode("utf-8", "replace")
+            raise ServerFailed(f"mockllm answered the benchmark request with HTTP {status}: {one_line(text)}")
+        path = into / name
+        path.write_bytes(data)
+        files[key] = path
+    return files
+
+
+def uvicorn_installed() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("uvicorn", "uvloop", "httptools"))
+
+
+def http_rows(kind: str, mode: Mode, place: Placement, workdir: Path, only: set[str]) -> list[Row]:
+    """Rows 1, 2 and 5 (those in ``only``) on one server kind (hypercorn or uvicorn)."""
+    what1 = "non-streaming chat requests/s"
+    what2 = "streamed chunks/s"
+    what5a = "injected latency error (`latency 50ms`), p50 / p99"
+    what5b = "chunk spacing error (`20ms apart`), p50 / p99"
+    ratio_target = f"≥ {RATIO_TARGET}×"
+    timing_target = f"p99 ≤ {TIMING_TARGET_MS:g} ms"
+    settings1 = [f"{kind}, c={c}" for c in mode.concurrencies]
+    if kind == "uvicorn" and not uvicorn_installed():
+        note = "not installed: uvicorn with uvloop and httptools (the `fast` path) is not in this environment"
+        return [
+            Row("1", what1, f"{kind}, c=1/16/64", ratio_target, note),
+            Row("2", what2, f"{kind}, c=1/16/64", ratio_target, note),
+        ]
+
+    mock_argv = [PY, "-m", "mockllm", "serve", "--port", "0", "--no-auth", "--server", kind]
+    mock = Server(f"mockllm-{kind}", [*mock_argv, str(CHAT_SCRIPT)], place.server_cpus, workdir)
+    mock_timed = Server(f"mockllm-timed-{kind}", [*mock_argv, str(TIMED_SCRIPT)], place.server_cpus, workdir)
+    reason: str | None = None
+    timed_reason: str | None = None
+    rows: list[Row] = []
+    base: Server | None = None
+    try:
+        progress(f"{kind}: starting mockllm serve")
+        try:
+            mock.start()
+        except ServerFailed as exc:
+            reason = str(exc)
+        try:
+            mock_timed.start()
+        except ServerFailed as exc:
+            timed_reason = str(exc)
+        canned: dict[str, Path] = {}
+        if reason is None:
+            wanted = [("reply", CHAT_BODY, "reply.json"), ("stream", STREAM_BODY, "stream.sse")]
+            try:
+                canned.update(capture_canned(mock.url, wanted, workdir))
+            except ServerFailed as exc:
+                reason = str(exc)
+        if timed_reason is None:
+            try:
+                canned.update(capture_canned(mock_timed.url, [("timed", TIMED_BODY, "timed.sse")], workdir))
+            except ServerFailed as exc:
+                timed_reason = str(exc)
+        base_argv = [PY, str(BASELINE), "--port", "0", "--server", kind]
+        for key in ("reply", "stream", "timed"):
+            if key in canned:
+                base_argv += [f"--{key}", str(canned[key])]
+        base = Server(f"baseline-{kind}", base_argv, place.server_cpus, workdir)
+        progress(f"{kind}: starting the baseline")
+        try:
+            base.start()
+        except ServerFailed as exc:
+            note = f"the baseline could not start: {exc}"
+            return [
+                Row("1", what1, f"{kind}, c=1/16/64", ratio_target, f"not run: {one_line(note)}"),
+                Row("2", what2, f"{kind}, c=1/16/64", ratio_target, f"not run: {one_line(note)}"),
+            ]
+        mock_url = mock.url if reason is None else None
+        for c, setting in zip(mode.concurrencies, settings1 if "1" in only else [], strict=False):
+            progress(f"{kind}: row 1, non-streaming, concurrency {c}")
+            pairs = alternate(base.url, mock_url, CHAT_BODY, c, mode, place, stream=False)
+            rows.append(ratio_row("1", what1, setting, pairs, "rps", "req/s", reason))
+        for c in mode.concurrencies if "2" in only else ():
+            progress(f"{kind}: row 2, streamed chunks, concurrency {c}")
+            pairs = alternate(base.url, mock_url, STREAM_BODY, c, mode, place, stream=True)
+            rows.append(ratio_row("2", what2, f"{kind}, c={c}", pairs, "events_per_s", "chunks/s", reason))
+        if "5" not in only:
+            return rows
+        progress(f"{kind}: row 5, timing at 64 concurrent streams")
+        timed_url = mock_timed.url if timed_reason is None else None
+        pairs = alternate(base.url, timed_url, TIMED_BODY, 64, mode, place, stream=True, timed=True)
+        setting = f"{kind}, c=64, errors measured by the client"
+        rows.append(timing_row("5", what5a, setting, pairs, "latency_error_ms", timing_target, timed_reason))
+        rows.append(timing_row("5", what5b, setting, pairs, "spacing_error_ms", timing_target, timed_reason))
+    except LoadFailed as exc:
+        rows.append(Row("1–5", "HTTP measurements", kind, ratio_target, f"not run: {one_line(str(exc))}"))
+    finally:
+        for server in (mock, mock_timed, base):
+            if server is not None:
+                server.stop()
+    return rows
+
+
+def timing_row(num: str, what: str, setting: str, pairs: Pairs, key: str, target: str, reason: str | None) -> Row:
+    def summary(runs: Sequence[dict[str, Any]]) -> tuple[float, float, int] | None:
+        p50s = [r[key]["p50"] for r in runs if r.get(key, {}).get("p50") is not None]
+        p99s = [r[key]["p99"] for r in runs if r.get(key, {}).get("p99") is not None]
+        if not p50s or not p99s:
+            return None
+        return median(p50s), median(p99s), sum(int(r[key]["n"]) for r in runs)
+
+    def show(s: tuple[float, float, int] | None, runs: Sequence[dict[str, Any]]) -> str:
+        if s is None:
+            return "no samples" + errors_note(runs)
+        return f"{s[0]:.2f} / {s[1]:.2f} ms (n={s[2]:,})" + errors_note(runs)
+
+    base = summary(pairs.baseline)
+    baseline = show(base, pairs.baseline)
+    if reason is not None:
+        return unavailable(num, what, setting, target, reason, baseline=baseline)
+    failure = failed_reason(pairs.mockllm)
+    mock = summary(pairs.mockllm)
+    if failure is not None or mock is None:
+        return unavailable(num, what, setting, target, f"mockllm: {failure or 'no samples'}", baseline=baseline)
+    ratio = fmt_ratio(mock[1] / base[1]) + " (p99)" if base is not None and base[1] > 0 else "—"
+    return Row(
+        num,
+        what,
+        setting,
+        target,
+        verdict(mock[1] <= TIMING_TARGET_MS),
+        mockllm=show(mock, pairs.mockllm),
+        baseline=baseline,
+        ratio=ratio,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Workers: subprocesses for the in-process rows (3 and 6)
+
+
+def worker(name: str, args: Sequence[str], place: Placement, timeout: float) -> dict[str, Any]:
+    """Run ``python bench/run.py --worker NAME ARGS``; its JSON, or ``{"unavailable": reason}``."""
+    argv = [PY, str(Path(__file__).resolve()), "--worker", name, *args]
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    except OSError as exc:
+        return {"unavailable": f"cannot start the worker: {exc}"}
+    pin(proc.pid, place.server_cpus)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return {"unavailable": f"the {name} worker did not finish within {timeout:.0f} s"}
+    lines = out.strip().splitlines()
+    if lines:
+        with contextlib.suppress(ValueError):
+            result: dict[str, Any] = json.loads(lines[-1])
+            return result
+    return {"unavailable": f"the {name} worker failed (exit {proc.returncode}): {one_line(err[-400:] or out[-200:])}"}
+
+
+def library_text(steps: int, layout: str) -> str:
+    """``steps`` steps matching "question 0" … "question N-1": one `order any` scenario holding them
+    all (layout ``steps``), or one single-step scenario each (layout ``scenarios``)."""
+    lines = ["mockllm 1", ""]
+    if layout == "steps":
+        lines += ['scenario "many steps":', "    order any", ""]
+        for i in range(steps):
+            lines += [
+                f"    step s{i}:",
+                "        when:",
+                f'            last user message is "question {i}"',
+                "        reply:",
+                f'            text "answer {i}"',
+                "        always",
+            ]
+    else:
+        for i in range(steps):
+            lines += [
+                f'scenario "scenario {i}":',
+                f"    step s{i}:",
+                "        when:",
+                f'            last user message is "question {i}"',
+                "        reply:",
+                f'            text "answer {i}"',
+                "        always",
+                "",
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def _chat_request(text: str) -> Any:
+    """A provider-neutral request for one user message, through the OpenAI adapter."""
+    from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
+    from mockllm.runtime.request import HttpRequest
+
+    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": text}]}).encode()
+    http = HttpRequest("POST", "/v1/chat/completions", {}, {"content-type": "application/json"}, body)
+    return OpenAIChatAdapter().parse(http)
+
+
+def _compile(path: Path) -> Any:
+    from mockllm.dsl.compiler import load_and_compile
+
+    compiled, _library, diagnostics = load_and_compile([str(path)])
+    errors = [d for d in diagnostics if getattr(d, "is_error", True)]
+    if compiled is None or errors:
+        first = errors[0] if errors else "no compiled library"
+        raise RuntimeError(f"the generated library does not compile: {getattr(first, 'message', first)}")
+    return compiled
+
+
+def worker_matching(args: argparse.Namespace) -> dict[str, Any]:
+    """Time ``engine.handle`` for a request matching the last of N steps vs the only one of 1."""
+    try:
+        from mockllm.runtime.engine import Engine
+    except Exception as exc:  # the piece is not written yet, or does not import
+        return {"unavailable": f"mockllm.runtime.engine does not import: {type(exc).__name__}: {exc}"}
+    with tempfile.TemporaryDirectory(prefix="mockllm-bench-") as tmp:
+        one_path, many_path = Path(tmp) / "one.mockllm", Path(tmp) / "many.mockllm"
+        one_path.write_text(library_text(1, args.layout), encoding="utf-8")
+        many_path.write_text(library_text(args.steps, args.layout), encoding="utf-8")
+        try:
+            one_lib = _compile(one_path)
+            started = time.perf_counter()
+            many_lib = _compile(many_path)
+            compile_s = time.perf_counter() - started
+            one_chat = _chat_request("question 0")
+            many_chat = _chat_request(f"question {args.steps - 1}")
+        except Exception as exc:
+            return {"unavailable": f"{type(exc).__name__}: {exc}"}
+    one = Engine(one_lib)
+    many = Engine(many_lib)
+    for engine, chat, step in ((one, one_chat, "s0"), (many, many_chat, f"s{args.steps - 1}")):
+        outcome = engine.handle(chat)
+        if getattr(outcome, "step", None) != step:
+            return {"unavailable": f"the request matched step {getattr(outcome, 'step', None)!r}, not {step!r}"}
+
+    def per_call(engine: Any, chat: Any, calls: int) -> float:
+        handle = engine.handle
+        started = time.perf_counter()
+        for _ in range(calls):
+            handle(chat)
+        return (time.perf_counter() - started) / calls * 1e6
+
+    calls: dict[int, int] = {}
+    for key, engine, chat in ((0, one, one_chat), (1, many, many_chat)):
+        probe = per_call(engine, chat, 3)
+        calls[key] = max(3, min(200_000, int(args.budget * 1e6 / max(probe, 0.1))))
+    one_us: list[float] = []
+    many_us: list[float] = []
+    gc.collect()
+    for _ in range(args.reps):
+        one_us.append(per_call(one, one_chat, calls[0]))
+        many_us.append(per_call(many, many_chat, calls[1]))
+    return {
+        "one_us": one_us,
+        "many_us": many_us,
+        "ratios": [m / o for o, m in zip(one_us, many_us, strict=True)],
+        "calls": [calls[0], calls[1]],
+        "compile_s": compile_s,
+    }
+
+
+def rss_bytes() -> int:
+    """The resident set size of this process now (Linux /proc), else the peak."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            pages = int(f.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def worker_memory(args: argparse.Namespace) -> dict[str, Any]:
+    """RSS growth while opening conversations with distinct first messages, checkpoint by checkpoint."""
+    try:
+        from mockllm.runtime.engine import Engine
+
+        library = _compile(CHAT_SCRIPT)
+        _chat_request("warm-up")
+    except Exception as exc:
+        return {"unavailable": f"{type(exc).__name__}: {exc}"}
+    engine = Engine(library, max_conversations=args.max_conversations, idle_seconds=1e9)
+    engine.handle(_chat_request("warm-up"))
+    gc.collect()
+    before = rss_bytes()
+    points = sorted(int(p) for p in args.points.split(","))
+    out: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    done = 0
+    for point in points:
+        while done < point:
+            engine.handle(_chat_request(f"conversation {done}: the opening message of a distinct chat"))
+            done += 1
+        gc.collect()
+        table = getattr(engine, "_table", None)
+        kept = len(table) if table is not None else None
+        out.append({"conversations": point, "kept": kept, "mb": (rss_bytes() - before) / 1e6})
+    return {"baseline_mb": before / 1e6, "points": out, "seconds": time.perf_counter() - started}
+
+
+def matching_rows(mode: Mode, place: Placement) -> list[Row]:
+    rows: list[Row] = []
+    target = f"≤ {MATCH_TARGET:g}×"
+    for layout, label in (("scenarios", "single-step scenarios"), ("steps", "steps of one `order any` scenario")):
+        what = f"matching cost per request, {mode.match_steps:,} steps vs 1"
+        setting = f"{mode.match_steps:,} {label}; request matches the last; in-process `engine.handle`"
+        progress(f"row 3: matching cost, {mode.match_steps:,} {label} (compiling takes a while)")
+        args = ["--steps", str(mode.match_steps), "--layout", layout, "--reps", str(max(3, mode.repeats))]
+        args += ["--budget", "0.05" if mode.smoke else "0.5"]
+        result = worker("matching", args, place, timeout=60 if mode.smoke else 900)
+        if "unavailable" in result:
+            rows.append(unavailable("3", what, setting, target, result["unavailable"]))
+            continue
+        ratio = median(result["ratios"])
+        rows.append(
+            Row(
+                "3",
+                what,
+                setting + f" (compiled in {result['compile_s']:.1f} s)",
+                target,
+                verdict(ratio <= MATCH_TARGET),
+                mockllm=f"{median(result['many_us']):,.1f} µs",
+                baseline=f"{median(result['one_us']):,.1f} µs (1 step)",
+                ratio=fmt_ratio(ratio),
+            )
+        )
+    return rows
+
+
+def memory_row(mode: Mode, place: Placement) -> Row:
+    points = mode.memory_points
+    what = f"memory with {points[1]:,} idle conversations"
+    setting = (
+        f"in-process Engine, distinct first messages, max_conversations={mode.max_conversations:,}; "
+        f"RSS growth at {' / '.join(f'{p:,}' for p in points)}"
+    )
+    target = f"< {MEMORY_TARGET_MB:g} MB at the bound; past it ≤ {FLAT_TOLERANCE:g}× + 5 MB (flat)"
+    progress(f"row 6: memory, {points[-1]:,} conversations")
+    args = ["--points", ",".join(map(str, points)), "--max-conversations", str(mode.max_conversations)]
+    result = worker("memory", args, place, timeout=120 if mode.smoke else 1800)
+    if "unavailable" in result:
+        return unavailable("6", what, setting, target, result["unavailable"])
+    mbs = [p["mb"] for p in result["points"]]
+    kept = [p["kept"] for p in result["points"]]
+    bound = next((i for i, p in enumerate(points) if p >= mode.max_conversations), len(points) - 1)
+    flat = mbs[-1] <= mbs[bound] * FLAT_TOLERANCE + 5
+    at_target = next((m for p, m in zip(points, mbs, strict=True) if p == points[1]), mbs[-1])
+    ok = at_target < MEMORY_TARGET_MB and flat
+    kept_note = f"; conversations kept {' / '.join(f'{k:,}' for k in kept)}" if None not in kept else ""
+    return Row(
+        "6",
+        what,
+        setting + kept_note,
+        target,
+        verdict(ok) + ("" if flat else " (still growing after eviction)"),
+        mockllm=" / ".join(f"{m:,.1f} MB" for m in mbs),
+        baseline=f"{result['baseline_mb']:,.1f} MB RSS before",
+        ratio=fmt_ratio(mbs[-1] / mbs[bound]) + " (last / at bound)" if mbs[bound] > 0 else "—",
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Row 4: `mockllm check` on a 10,000-line library
+
+
+def generate_check_library(root: Path, lines: int) -> tuple[list[Path], str]:
+    """The library `bench/bench_check.py` generates (its ``generate``), else a plain one of ours."""
+    try:
+        spec = importlib.util.spec_from_file_location("bench_check", BENCH_CHECK)
+        if spec is None or spec.loader is None:
+            raise ImportError(str(BENCH_CHECK))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        files: list[Path] = module.generate(root, lines)
+        return files, "the library bench/bench_check.py generates"
+    except Exception:
+        text = library_text(max(1, lines // 8), "scenarios")
+        path = root / "library.mockllm"
+        path.write_text(text, encoding="utf-8")
+        return [path], "single-step scenarios (bench/bench_check.py not usable)"
+
+
+def timed_run(argv: Sequence[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    return time.perf_counter() - started, done
+
+
+def check_rows(mode: Mode, place: Placement, workdir: Path) -> list[Row]:
+    what = f"`mockllm check` on a {mode.check_lines:,}-line library"
+    target = f"< {CHECK_TARGET_S:g} s"
+    progress(f"row 4: mockllm check on {mode.check_lines:,} lines")
+    root = workdir / "check-library"
+    root.mkdir()
+    files, source = generate_check_library(root, mode.check_lines)
+    lines = sum(p.read_text(encoding="utf-8").count("\n") for p in root.rglob("*.mockllm"))
+    setting = f"{lines:,} lines in {len(list(root.rglob('*.mockllm')))} files ({source}); wall time of the command"
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(workdir / "cache")  # a private grammar cache, warmed by the first run
+    check = [PY, "-m", "mockllm", "check", *map(str, files)]
+    startup = [PY, "-m", "mockllm", "--version"]
+    elapsed, done = timed_run(check, env)  # warm the grammar cache, as any second run would find it
+    if done.returncode != 0:
+        reason = f"mockllm check exited {done.returncode}: {(done.stdout.strip() or done.stderr.strip())[:300]}"
+        return [unavailable("4", what, setting, target, reason)]
+    checks: list[float] = []
+    startups: list[float] = []
+    for _ in range(mode.repeats):
+        startups.append(timed_run(startup, env)[0])
+        elapsed, done = timed_run(check, env)
+        checks.append(elapsed)
+    rows = [
+        Row(
+            "4",
+            what,
+            setting,
+            target,
+            verdict(median(checks) < CHECK_TARGET_S),
+            mockllm=f"{median(checks):.2f} s",
+            baseline=f"{median(startups):.2f} s (`mockllm --version` start-up)",
+            ratio="absolute",
+        )
+    ]
+    rows.append(bench_check_row(mode, env))
+    return rows
+
+
+def bench_check_row(mode: Mode, env: dict[str, str]) -> Row:
+    """The in-process breakdown `bench/bench_check.py` measures (owned elsewhere; called, not edited)."""
+    what = "`mockllm check` in-process (bench/bench_check.py total)"
+    target = f"< {CHECK_TARGET_S:g} s"
+    setting = f"{mode.check_lines:,} lines; warm grammar load + parse + check and compile, best of {mode.repeats}"
+    if not BENCH_CHECK.exists():
+        return unavailable("4", what, setting, target, "bench/bench_check.py is not written yet")
+    argv = [PY, str(BENCH_CHECK), "--lines", str(mode.check_lines), "--repeat", str(mode.repeats)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
+    except subprocess.TimeoutExpired:
+        return unavailable("4", what, setting, target, "bench/bench_check.py did not finish in 900 s")
+    found = re.search(r"\*\*total\*\*[^|]*\|\s*([\d.,]+)\s*ms", done.stdout)
+    if found is None:
+        reason = f"bench/bench_check.py exited {done.returncode} without a total: {done.stderr[-300:]}"
+        return unavailable("4", what, setting, target, reason)
+    seconds = float(found.group(1).replace(",", "")) / 1000
+    return Row(
+        "4",
+        what,
+        setting,
+        target,
+        verdict(seconds < CHECK_TARGET_S),
+        mockllm=f"{seconds:.2f} s",
+        ratio="absolute",
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Notes on the environment
+
+
+def version_of(module: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:
+        return "not installed"
+
+
+def node_note() -> str:
+    npm = shutil.which("npm")
+    if npm is None:
+        return "Node/aimock comparison: skipped, `npm` is not on PATH."
+    aimock = shutil.which("aimock")
+    if aimock is None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True, timeout=20).stdout.strip()
+            hits = [p for p in Path(root).glob("**/aimock*") if p.is_dir()][:1] if root else []
+            aimock = str(hits[0]) if hits else None
+    if aimock is None:
+        return (
+            f"Node/aimock comparison: skipped, `npm` is at {npm} but aimock is not installed "
+            "(the suite does not install it)."
+        )
+    return f"Node/aimock comparison: aimock found at {aimock}; a side-by-side run is not part of this suite yet."
+
+
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def load_note(before: float | None, after: float | None) -> str:
+    if before is None or after is None:
+        return "- Machine load: unknown on this platform."
+    cores = os.cpu_count() or 1
+    text = f"- Machine load (1-minute average) before / after the run: {before:.1f} / {after:.1f} on {cores} cores"
+    if before > 0.5 * cores:  # afterwards the load includes this run's own processes
+        return text + " -- busy: other processes competed for the cores, so the figures are noisy; rerun when quiet."
+    return text + "."
+
+
+def notes(
+    mode: Mode, place: Placement, servers: Sequence[str], started: float, loads: tuple[float | None, float | None]
+) -> list[str]:
+    cores_seen: str = place.note
+    lines = [
+        f"- Run: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}, "
+        f"{'smoke mode (tiny durations, scaled-down sizes, 1 run each)' if mode.smoke else 'full mode'}, "
+        f"{time.monotonic() - started:.0f} s.",
+        f"- Machine: {platform.machine()}, {os.cpu_count()} logical cores, Python {platform.python_version()}, "
+        f"Hypercorn {version_of('hypercorn')}, Starlette {version_of('starlette')}, Uvicorn {version_of('uvicorn')}.",
+        f"- Placement: {cores_seen}; the load generator reported running on core(s) "
+        f"{', '.join(map(str, sorted(LOAD_CORES))) or '(no HTTP run)'}.",
+        load_note(*loads),
+        f"- HTTP runs: {mode.repeats} alternating baseline/mockllm pair(s) per figure, {mode.duration:g} s each "
+        f"after {mode.warmup:g} s warm-up ({mode.timed_duration:g} s for row 5); servers: {', '.join(servers)}.",
+        "- " + node_note(),
+    ]
+    if "uvicorn" in servers and not uvicorn_installed():
+        lines.append("- Uvicorn (the `fast` path) is not installed here, so its rows say so instead of a figure.")
+    return lines
+
+
+METHOD = """\
+## How it is measured
+
+- **Rows 1 and 2.** `mockllm serve bench/scenarios/chat.mockllm --port 0 --no-auth` and
+  `bench/baseline_app.py` (one bare Starlette route) run side by side on the same ASGI server with
+  the same settings (the baseline serves through mockllm's own `serve_hypercorn`). Before the runs
+  `bench/run.py` captures mockllm's replies to the benchmark request, and the baseline sends back the
+  same bytes: `JSONResponse` of the same chat completion (fresh `id` and `created`), or the same SSE
+  events serialised with `json.dumps` and streamed one body message per event, with the same extra
+  headers. `bench/load.py` opens N keep-alive HTTP/1.1 connections (raw asyncio streams, one request
+  after another on each) and counts responses completed in the window after a warm-up. The figure is
+  the median of the per-pair ratios; the raw medians are beside it. Chunks/s counts SSE events.
+- **Row 3.** Two libraries in one worker process: one step, and N steps each matching a different
+  user message (as N single-step scenarios, and as one `order any` scenario). The request matches the
+  only step vs the last one; `engine.handle(chat)` is timed over a fixed number of calls, alternating
+  the two engines, median of the per-pair ratios.
+- **Row 4.** `python -m mockllm check` on the library `bench/bench_check.py` generates, wall time
+  with a warm grammar cache, beside the command's bare start-up (`mockllm --version`); and the
+  in-process total `bench/bench_check.py` reports.
+- **Row 5.** `bench/scenarios/timed.mockllm` (`latency 50ms`, `stream 5 chunks, 20ms apart`) at 64
+  concurrent streams. The client records when each response head and each content event arrives:
+  latency error = head arrival − send − 50 ms; spacing error = |arrival of content event k − arrival
+  of content event 0 − k × 20 ms|. The baseline route sleeps and spaces the same events with asyncio,
+  which shows what the machine itself adds.
+- **Row 6.** One `Engine` with `max_conversations` at the bound, fed requests whose first user message
+  is distinct (so each opens a conversation); resident set size growth after `gc.collect()`, at each
+  checkpoint. The value must stay under the target at the bound and flat past it.
+
+Targets come from the server spec, §8. Timed unit tests never assert these numbers; this suite does
+not fail on a missed target, it reports it.
+"""
+
+
+def document(rows: Sequence[Row], note_lines: Sequence[str]) -> str:
+    parts = [
+        "# Performance",
+        "",
+        "Written by `python bench/run.py` (see `bench/`); rerun it to refresh. Each HTTP figure is a ratio "
+        "against a bare Starlette baseline measured in the same process tree at the same time.",
+        "",
+        *note_lines,
+        "",
+        table(rows),
+        "",
+        METHOD,
+    ]
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------------------------------------
+# Entry point
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="mockllm's benchmark suite (server spec §8).")
+    parser.add_argument("--smoke", action="store_true", help="tiny durations and sizes, 1 run each (< 60 s)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where to write the Markdown (default: docs/performance.md; none with --smoke)",
+    )
+    parser.add_argument("--server", choices=("hypercorn", "uvicorn", "both"), default="both")
+    parser.add_argument("--repeats", type=int, default=None, help="alternating pairs per figure (default 3; smoke 1)")
+    parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 3; smoke 0.3)")
+    parser.add_argument(
+        "--only", default="1,2,3,4,5,6", help="comma-separated rows to run (1,2,5 run together), default all"
+    )
+    parser.add_argument("--worker", choices=("matching", "memory"), help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, default=10_000, help=argparse.SUPPRESS)
+    parser.add_argument("--layout", choices=("steps", "scenarios"), default="scenarios", help=argparse.SUPPRESS)
+    parser.add_argument("--reps", type=int, default=3, help=argparse.SUPPRESS)
+    parser.add_argument("--budget", type=float, default=0.5, help=argparse.SUPPRESS)
+    parser.add_argument("--points", default="50000,100000,200000", help=argparse.SUPPRESS)
+    parser.add_argument("--max-conversations", type=int, default=100_000, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    jobs: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
+        "matching": worker_matching,
+        "memory": worker_memory,
+    }
+    try:
+        result = jobs[args.worker](args)
+    except Exception as exc:  # report, never a traceback: the parent turns it into a row
+        result = {"unavailable": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker:
+        return run_worker(args)
+    started = time.monotonic()
+    mode = Mode.quick() if args.smoke else Mode.full()
+    if args.repeats is not None:
+        mode = dataclasses.replace(mode, repeats=max(1, args.repeats))
+    if args.duration is not None:
+        mode = dataclasses.replace(mode, duration=max(0.05, args.duration), timed_duration=max(0.05, args.duration))
+    load_before = load_average()
+    only = {part.strip() for part in args.only.split(",")}
+    place = placement()
+    servers = ["hypercorn", "uvicorn"] if args.server == "both" else [args.server]
+    out: Path | None = args.out if args.out is not None else (None if args.smoke else ROOT / "docs" / "performance.md")
+    progress(place.note)
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="mockllm-bench-") as tmp:
+        workdir = Path(tmp)
+        if only & {"1", "2", "5"}:
+            for kind in servers:
+                runs = workdir / f"http-{kind}"
+                runs.mkdir()
+                found = http_rows(kind, mode, place, runs, only)
+                rows.extend(r for r in found if r.num in only or not r.num.isdigit())
+        if "3" in only:
+            rows.extend(matching_rows(mode, place))
+        if "4" in only:
+            rows.extend(check_rows(mode, place, workdir))
+        if "6" in only:
+            rows.append(memory_row(mode, place))
+    rows.sort(key=lambda r: r.num)
+    text = document(rows, notes(mode, place, servers, started, (load_before, load_average())))
+    print(text)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        progress(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
