@@ -6,11 +6,12 @@ Shape (spans are left out; nodes read from JSON get a span naming the file, line
 
 Every node is an object with its attrs fields. Reply elements are tagged with ``"type"``, the
 snake_case class name (``{"type": "text", "text": "hi"}``, ``{"type": "tool_call", "name": …,
-"arguments": {…}, "id": null}``); a reply is ``{"type": "block", "elements": [...]}`` or
-``{"type": "like", "name": …, "alias": …}``; a regex is ``{"regex": "…", "flags": "i"}`` and a
-duration ``{"ms": 250}``. Reading is strict: a wrong type, an unknown key or an unknown element
-type is a diagnostic naming the JSON path (``$.scenarios[0].steps[1].reply.elements[0]: …``) at
-the line and column of the offending value when the JSON text is known."""
+"arguments": {…}, "id": null}``; ``"arguments": null`` is ``tool call NAME null``); a reply is
+``{"type": "block", "elements": [...]}`` or ``{"type": "like", "name": …, "alias": …}``; a regex is
+``{"regex": "…", "flags": "i"}`` and a duration ``{"ms": 250}``. Reading is strict: a wrong type, an
+unknown key or an unknown element type is a diagnostic naming the JSON path
+(``$.scenarios[0].steps[1].reply.elements[0]: …``) at the line and column of the offending value when
+the JSON text is known."""
 
 from __future__ import annotations
 
@@ -309,8 +310,8 @@ def _check(obj: Any) -> None:
             raise _Bad("a duration cannot be negative", "ms")
     elif isinstance(obj, n.ToolCall):
         _check_name(obj.name, "name", "tool name")
-        if not isinstance(obj.arguments, dict):
-            raise _Bad(f"tool call arguments must be a JSON object, got {_show(obj.arguments)}", "arguments")
+        if obj.arguments is not None and not isinstance(obj.arguments, dict):
+            raise _Bad(f"tool call arguments must be a JSON object or null, got {_show(obj.arguments)}", "arguments")
     elif isinstance(obj, n.ReplyRef):
         _check_name(obj.name, "name", "reply name")
         _check_name(obj.alias, "alias", "alias")

@@ -18,6 +18,7 @@ Tree shape::
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Literal, TypeAlias
 
 import attrs
@@ -43,11 +44,13 @@ class Duration:
         return self.ms / 1000.0
 
     def __str__(self) -> str:
+        """The literal: whole seconds as ``2s``, whole milliseconds as ``250ms``, anything else as the
+        shortest decimal that reads back as the same float (``10000.25ms``, never an exponent)."""
         if self.ms >= 1000 and self.ms % 1000 == 0:
             return f"{int(self.ms // 1000)}s"
         if float(self.ms).is_integer():
             return f"{int(self.ms)}ms"
-        return f"{self.ms:g}ms"
+        return f"{Decimal(repr(float(self.ms))):f}ms"
 
 
 @attrs.frozen

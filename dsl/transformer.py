@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import attrs
-from lark import Token, Transformer_NonRecursive, v_args
-from lark.tree import Meta
+from lark import Token, Tree
 
 from mockllm.dsl import nodes as n
 from mockllm.dsl.span import Span
@@ -192,20 +191,85 @@ _STEP_WORDS = {
 }
 
 
-@v_args(meta=True)
-class ScriptTransformer(Transformer_NonRecursive[Token, list[TopItem]]):
-    """Builds nodes from a parse tree of one file (or of one top-level block of it)."""
+class Cursor:
+    """The last real token (not a newline or indentation token) before the parser's lookahead token.
 
-    def __init__(self, file: str):
-        super().__init__(visit_tokens=False)
+    An LALR parser reduces a rule when it sees the token after the rule's last token, so while a rule
+    is being reduced this is where the rule ends. The parser's token stream keeps it up to date."""
+
+    __slots__ = ("end",)
+
+    def __init__(self) -> None:
+        self.end: Token | None = None
+
+
+def _start(value: Any) -> tuple[int, int]:
+    """Line and column where an already-reduced child starts."""
+    if isinstance(value, Token):
+        return value.line or 0, value.column or 0
+    span = getattr(value, "span", None)
+    if isinstance(span, Span):
+        return span.line, span.column
+    if isinstance(value, Tree) and value.children:
+        return _start(value.children[0])
+    return 0, 0
+
+
+class ScriptTransformer:
+    """Builds nodes while the LALR parser reduces (a tree-less parse, no parse tree in between).
+
+    The parser calls the method named after each rule (or alias) with the rule's kept children, through
+    :meth:`wrap`, which first records where the rule starts (its first child, keywords included) and
+    ends (:class:`Cursor`); :meth:`here` is that span."""
+
+    def __init__(self, file: str, cursor: Cursor | None = None):
         self.file = file
+        self.cursor = cursor if cursor is not None else Cursor()
+        #: The first mistake found; the callbacks after it do nothing (the block is reported, not built).
+        self.problem: SyntaxProblem | None = None
+        self._line = 0
+        self._column = 0
+        self._end: Token | None = None
+
+    def reset(self, file: str) -> None:
+        """Ready for another parse (of ``file``)."""
+        self.file = file
+        self.cursor.end = None
+        self.problem = None
+        self._end = None
+
+    def wrap(self, f: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
+        """Lark's callback ``f`` for one rule (it takes the rule's children as parsed, filters them and
+        calls the method), made to record the rule's position first and to keep a :class:`SyntaxProblem`
+        instead of raising it: parsing goes on, so a parse error later in the block still wins."""
+        cursor = self.cursor
+
+        def callback(children: list[Any]) -> Any:
+            if self.problem is not None:
+                return None
+            first = children[0]
+            if type(first) is Token:
+                self._line = first.line or 0
+                self._column = first.column or 0
+            else:
+                self._line, self._column = _start(first)
+            self._end = cursor.end
+            try:
+                return f(children)
+            except SyntaxProblem as problem:
+                self.problem = problem
+                return None
+
+        return callback
 
     # -- positions --------------------------------------------------------------------------------------
 
-    def span(self, meta: Meta) -> Span:
-        if getattr(meta, "empty", True):
+    def here(self) -> Span:
+        """The span of the rule being reduced: from its first token to its last real token."""
+        end = self._end
+        if end is None:
             return Span(self.file, 0, 0, 0, 0)
-        return Span(self.file, meta.line, meta.column, meta.end_line, meta.end_column)
+        return Span(self.file, self._line, self._column, end.end_line or 0, end.end_column or 0)
 
     def tspan(self, tok: Token) -> Span:
         return Span(self.file, tok.line or 0, tok.column or 0, tok.end_line or 0, tok.end_column or 0)
@@ -222,19 +286,19 @@ class ScriptTransformer(Transformer_NonRecursive[Token, list[TopItem]]):
 
     # -- top level ---------------------------------------------------------------------------------------
 
-    def start(self, meta: Meta, items: list[TopItem]) -> list[TopItem]:
+    def start(self, items: list[TopItem]) -> list[TopItem]:
         return items
 
-    def version(self, meta: Meta, ch: list[Token]) -> VersionLine:
-        return VersionLine(int(ch[0]), self.span(meta), self.tspan(ch[0]))
+    def version(self, ch: list[Token]) -> VersionLine:
+        return VersionLine(int(ch[0]), self.here(), self.tspan(ch[0]))
 
-    def use(self, meta: Meta, ch: list[Any]) -> n.Use:
-        return n.Use(self._s(ch[0]), str(ch[1]), span=self.span(meta))
+    def use(self, ch: list[Any]) -> n.Use:
+        return n.Use(self._s(ch[0]), str(ch[1]), span=self.here())
 
-    def named_reply(self, meta: Meta, ch: list[Any]) -> n.NamedReply:
-        return n.NamedReply(str(ch[0]), tuple(ch[1:]), span=self.span(meta))
+    def named_reply(self, ch: list[Any]) -> n.NamedReply:
+        return n.NamedReply(str(ch[0]), tuple(ch[1:]), span=self.here())
 
-    def defaults(self, meta: Meta, lines: list[Any]) -> n.Defaults:
+    def defaults(self, lines: list[Any]) -> n.Defaults:
         fallback: FallbackLine | None = None
         elements = []
         for line in lines:
@@ -248,27 +312,27 @@ class ScriptTransformer(Transformer_NonRecursive[Token, list[TopItem]]):
                 fallback = line
             else:
                 elements.append(line)
-        return n.Defaults(tuple(elements), fallback.reply if fallback else None, span=self.span(meta))
+        return n.Defaults(tuple(elements), fallback.reply if fallback else None, span=self.here())
 
-    def fallback_echo(self, meta: Meta, ch: list[Any]) -> FallbackLine:
-        span = self.span(meta)
+    def fallback_echo(self, ch: list[Any]) -> FallbackLine:
+        span = self.here()
         return FallbackLine(n.ReplyBlock((n.Echo(span=span),), span=span), span)
 
-    def fallback_like(self, meta: Meta, ch: list[Any]) -> FallbackLine:
-        return FallbackLine(ch[0], self.span(meta))
+    def fallback_like(self, ch: list[Any]) -> FallbackLine:
+        return FallbackLine(ch[0], self.here())
 
-    def fallback_block(self, meta: Meta, ch: list[Any]) -> FallbackLine:
-        span = self.span(meta)
+    def fallback_block(self, ch: list[Any]) -> FallbackLine:
+        span = self.here()
         return FallbackLine(n.ReplyBlock(tuple(ch), span=span), span)
 
-    def reply_ref(self, meta: Meta, ch: list[Token]) -> n.ReplyRef:
+    def reply_ref(self, ch: list[Token]) -> n.ReplyRef:
         if len(ch) == 2:
-            return n.ReplyRef(str(ch[1]), str(ch[0]), span=self.span(meta))
-        return n.ReplyRef(str(ch[0]), span=self.span(meta))
+            return n.ReplyRef(str(ch[1]), str(ch[0]), span=self.here())
+        return n.ReplyRef(str(ch[0]), span=self.here())
 
     # -- scenarios ---------------------------------------------------------------------------------------
 
-    def scenario(self, meta: Meta, ch: list[Any]) -> n.Scenario:
+    def scenario(self, ch: list[Any]) -> n.Scenario:
         name = self._s(ch[0])
         fields: dict[str, Line] = {}
         lets: list[n.Let] = []
@@ -306,30 +370,30 @@ class ScriptTransformer(Transformer_NonRecursive[Token, list[TopItem]]):
             lets=tuple(lets),
             conditions=value("when", ()),
             steps=tuple(steps),
-            span=self.span(meta),
+            span=self.here(),
         )
 
-    def priority(self, meta: Meta, ch: list[Token]) -> Line:
-        return Line("priority", int(ch[0]), self.span(meta))
+    def priority(self, ch: list[Token]) -> Line:
+        return Line("priority", int(ch[0]), self.here())
 
-    def tags(self, meta: Meta, ch: list[Token]) -> Line:
-        return Line("tags", tuple(self._s(t) if t.type == "STRING" else str(t) for t in ch), self.span(meta))
+    def tags(self, ch: list[Token]) -> Line:
+        return Line("tags", tuple(self._s(t) if t.type == "STRING" else str(t) for t in ch), self.here())
 
-    def order_any(self, meta: Meta, ch: list[Any]) -> Line:
-        return Line("order_any", True, self.span(meta))
+    def order_any(self, ch: list[Any]) -> Line:
+        return Line("order_any", True, self.here())
 
-    def let(self, meta: Meta, ch: list[Any]) -> n.Let:
-        return n.Let(str(ch[0]), self._s(ch[1]), span=self.span(meta))
+    def let(self, ch: list[Any]) -> n.Let:
+        return n.Let(str(ch[0]), self._s(ch[1]), span=self.here())
 
-    def when(self, meta: Meta, ch: list[n.Condition]) -> Line:
-        return Line("when", tuple(ch), self.span(meta))
+    def when(self, ch: list[n.Condition]) -> Line:
+        return Line("when", tuple(ch), self.here())
 
-    def expect(self, meta: Meta, ch: list[n.Condition]) -> Line:
-        return Line("expect", tuple(ch), self.span(meta))
+    def expect(self, ch: list[n.Condition]) -> Line:
+        return Line("expect", tuple(ch), self.here())
 
     # -- steps -------------------------------------------------------------------------------------------
 
-    def step(self, meta: Meta, ch: list[Any]) -> n.Step:
+    def step(self, ch: list[Any]) -> n.Step:
         fields: dict[str, Line] = {}
         captures: list[n.Capture] = []
         for item in ch[1:]:
@@ -356,223 +420,223 @@ class ScriptTransformer(Transformer_NonRecursive[Token, list[TopItem]]):
             expects=value("expect", ()),
             consumption=value("consumption", n.Consumption()),
             reply=value("reply", None),
-            span=self.span(meta),
+            span=self.here(),
         )
 
-    def after(self, meta: Meta, ch: list[Token]) -> Line:
-        span = self.span(meta)
+    def after(self, ch: list[Token]) -> Line:
+        span = self.here()
         return Line("after", n.After(str(ch[0]), span=span), span)
 
-    def capture(self, meta: Meta, ch: list[Any]) -> n.Capture:
-        return n.Capture(str(ch[0]), ch[1], self._regex(ch[2]), span=self.span(meta))
+    def capture(self, ch: list[Any]) -> n.Capture:
+        return n.Capture(str(ch[0]), ch[1], self._regex(ch[2]), span=self.here())
 
-    def repeat(self, meta: Meta, ch: list[Token]) -> Line:
-        span = self.span(meta)
+    def repeat(self, ch: list[Token]) -> Line:
+        span = self.here()
         return Line("consumption", n.Consumption("repeat", int(ch[0]), span=span), span)
 
-    def always(self, meta: Meta, ch: list[Any]) -> Line:
-        span = self.span(meta)
+    def always(self, ch: list[Any]) -> Line:
+        span = self.here()
         return Line("consumption", n.Consumption("always", span=span), span)
 
-    def reply_block(self, meta: Meta, ch: list[Any]) -> Line:
-        span = self.span(meta)
+    def reply_block(self, ch: list[Any]) -> Line:
+        span = self.here()
         return Line("reply", n.ReplyBlock(tuple(ch), span=span), span)
 
-    def reply_like(self, meta: Meta, ch: list[Any]) -> Line:
-        return Line("reply", ch[0], self.span(meta))
+    def reply_like(self, ch: list[Any]) -> Line:
+        return Line("reply", ch[0], self.here())
 
-    def reply_echo(self, meta: Meta, ch: list[Any]) -> Line:
-        span = self.span(meta)
+    def reply_echo(self, ch: list[Any]) -> Line:
+        span = self.here()
         return Line("reply", n.ReplyBlock((n.Echo(span=span),), span=span), span)
 
     # -- conditions --------------------------------------------------------------------------------------
 
-    def condition(self, meta: Meta, ch: list[Any]) -> n.Condition:
-        return n.Condition(ch[0], ch[1], False, span=self.span(meta))
+    def condition(self, ch: list[Any]) -> n.Condition:
+        return n.Condition(ch[0], ch[1], False, span=self.here())
 
-    def condition_ignoring_case(self, meta: Meta, ch: list[Any]) -> n.Condition:
-        return n.Condition(ch[0], ch[1], True, span=self.span(meta))
+    def condition_ignoring_case(self, ch: list[Any]) -> n.Condition:
+        return n.Condition(ch[0], ch[1], True, span=self.here())
 
-    def _subject(self, kind: n.SubjectKind, meta: Meta, arg: str | None = None) -> n.Subject:
-        return n.Subject(kind, arg, span=self.span(meta))
+    def _subject(self, kind: n.SubjectKind, arg: str | None = None) -> n.Subject:
+        return n.Subject(kind, arg, span=self.here())
 
-    def s_provider(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("provider", meta)
+    def s_provider(self, ch: list[Any]) -> n.Subject:
+        return self._subject("provider")
 
-    def s_endpoint(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("endpoint", meta)
+    def s_endpoint(self, ch: list[Any]) -> n.Subject:
+        return self._subject("endpoint")
 
-    def s_model(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("model", meta)
+    def s_model(self, ch: list[Any]) -> n.Subject:
+        return self._subject("model")
 
-    def s_stream(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("stream", meta)
+    def s_stream(self, ch: list[Any]) -> n.Subject:
+        return self._subject("stream")
 
-    def s_last_user_message(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("last_user_message", meta)
+    def s_last_user_message(self, ch: list[Any]) -> n.Subject:
+        return self._subject("last_user_message")
 
-    def s_last_message(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("last_message", meta)
+    def s_last_message(self, ch: list[Any]) -> n.Subject:
+        return self._subject("last_message")
 
-    def s_any_message(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("any_message", meta, ch[0])
+    def s_any_message(self, ch: list[Any]) -> n.Subject:
+        return self._subject("any_message", ch[0])
 
-    def s_system_prompt(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("system_prompt", meta)
+    def s_system_prompt(self, ch: list[Any]) -> n.Subject:
+        return self._subject("system_prompt")
 
-    def s_tools(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("tools", meta)
+    def s_tools(self, ch: list[Any]) -> n.Subject:
+        return self._subject("tools")
 
-    def s_tool_result(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("tool_result", meta, self._s(ch[0]))
+    def s_tool_result(self, ch: list[Any]) -> n.Subject:
+        return self._subject("tool_result", self._s(ch[0]))
 
-    def s_header(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("header", meta, self._s(ch[0]))
+    def s_header(self, ch: list[Any]) -> n.Subject:
+        return self._subject("header", self._s(ch[0]))
 
-    def s_field(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("field", meta, self._s(ch[0]))
+    def s_field(self, ch: list[Any]) -> n.Subject:
+        return self._subject("field", self._s(ch[0]))
 
-    def s_turn(self, meta: Meta, ch: list[Any]) -> n.Subject:
-        return self._subject("turn", meta)
+    def s_turn(self, ch: list[Any]) -> n.Subject:
+        return self._subject("turn")
 
-    def role(self, meta: Meta, ch: list[Token]) -> str:
+    def role(self, ch: list[Token]) -> str:
         return str(ch[0])
 
-    def provider_word(self, meta: Meta, ch: list[Token]) -> str:
+    def provider_word(self, ch: list[Token]) -> str:
         return str(ch[0])
 
-    def _predicate(self, op: n.PredicateOp, meta: Meta, value: Any = None) -> n.Predicate:
-        return n.Predicate(op, value, span=self.span(meta))
+    def _predicate(self, op: n.PredicateOp, value: Any = None) -> n.Predicate:
+        return n.Predicate(op, value, span=self.here())
 
-    def p_is(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("is", meta, self._value(ch[0]))
+    def p_is(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("is", self._value(ch[0]))
 
-    def p_is_not(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("is_not", meta, self._value(ch[0]))
+    def p_is_not(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("is_not", self._value(ch[0]))
 
-    def p_contains(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("contains", meta, self._s(ch[0]))
+    def p_contains(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("contains", self._s(ch[0]))
 
-    def p_not_contains(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("not_contains", meta, self._s(ch[0]))
+    def p_not_contains(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("not_contains", self._s(ch[0]))
 
-    def p_matches(self, meta: Meta, ch: list[Token]) -> n.Predicate:
-        return self._predicate("matches", meta, self._regex(ch[0]))
+    def p_matches(self, ch: list[Token]) -> n.Predicate:
+        return self._predicate("matches", self._regex(ch[0]))
 
-    def p_not_matches(self, meta: Meta, ch: list[Token]) -> n.Predicate:
-        return self._predicate("not_matches", meta, self._regex(ch[0]))
+    def p_not_matches(self, ch: list[Token]) -> n.Predicate:
+        return self._predicate("not_matches", self._regex(ch[0]))
 
-    def p_glob(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("glob", meta, self._s(ch[0]))
+    def p_glob(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("glob", self._s(ch[0]))
 
-    def p_include(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("include", meta, self._s(ch[0]))
+    def p_include(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("include", self._s(ch[0]))
 
-    def p_exclude(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("exclude", meta, self._s(ch[0]))
+    def p_exclude(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("exclude", self._s(ch[0]))
 
-    def p_present(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("present", meta)
+    def p_present(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("present")
 
-    def p_absent(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("absent", meta)
+    def p_absent(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("absent")
 
-    def p_error(self, meta: Meta, ch: list[Any]) -> n.Predicate:
-        return self._predicate("error", meta)
+    def p_error(self, ch: list[Any]) -> n.Predicate:
+        return self._predicate("error")
 
-    def p_at_least(self, meta: Meta, ch: list[Token]) -> n.Predicate:
-        return self._predicate("at_least", meta, self._number(ch[0]))
+    def p_at_least(self, ch: list[Token]) -> n.Predicate:
+        return self._predicate("at_least", self._number(ch[0]))
 
-    def p_at_most(self, meta: Meta, ch: list[Token]) -> n.Predicate:
-        return self._predicate("at_most", meta, self._number(ch[0]))
+    def p_at_most(self, ch: list[Token]) -> n.Predicate:
+        return self._predicate("at_most", self._number(ch[0]))
 
     # -- reply elements ----------------------------------------------------------------------------------
 
-    def text(self, meta: Meta, ch: list[Any]) -> n.Text:
-        return n.Text(self._s(ch[0]), span=self.span(meta))
+    def text(self, ch: list[Any]) -> n.Text:
+        return n.Text(self._s(ch[0]), span=self.here())
 
-    def tool_call(self, meta: Meta, ch: list[Any]) -> n.ToolCall:
+    def tool_call(self, ch: list[Any]) -> n.ToolCall:
         call_id = self._s(ch[2]) if len(ch) > 2 else None
-        return n.ToolCall(str(ch[0]), ch[1], call_id, span=self.span(meta))
+        return n.ToolCall(str(ch[0]), ch[1], call_id, span=self.here())
 
-    def thinking(self, meta: Meta, ch: list[Any]) -> n.Thinking:
-        return n.Thinking(self._s(ch[0]), span=self.span(meta))
+    def thinking(self, ch: list[Any]) -> n.Thinking:
+        return n.Thinking(self._s(ch[0]), span=self.here())
 
-    def refusal(self, meta: Meta, ch: list[Any]) -> n.Refusal:
-        return n.Refusal(self._s(ch[0]), span=self.span(meta))
+    def refusal(self, ch: list[Any]) -> n.Refusal:
+        return n.Refusal(self._s(ch[0]), span=self.here())
 
-    def finish(self, meta: Meta, ch: list[Any]) -> n.Finish:
-        return n.Finish(ch[0], span=self.span(meta))
+    def finish(self, ch: list[Any]) -> n.Finish:
+        return n.Finish(ch[0], span=self.here())
 
-    def finish_reason(self, meta: Meta, ch: list[Token]) -> str:
+    def finish_reason(self, ch: list[Token]) -> str:
         return str(ch[0])
 
-    def usage(self, meta: Meta, ch: list[Token]) -> n.Usage:
-        return n.Usage(int(ch[0]), int(ch[1]), span=self.span(meta))
+    def usage(self, ch: list[Token]) -> n.Usage:
+        return n.Usage(int(ch[0]), int(ch[1]), span=self.here())
 
-    def stream_word(self, meta: Meta, ch: list[Token]) -> n.Stream:
-        return n.Stream("word", None, _apart(ch, 0), span=self.span(meta))
+    def stream_word(self, ch: list[Token]) -> n.Stream:
+        return n.Stream("word", None, _apart(ch, 0), span=self.here())
 
-    def stream_chunks(self, meta: Meta, ch: list[Token]) -> n.Stream:
-        return n.Stream("chunks", int(ch[0]), _apart(ch, 1), span=self.span(meta))
+    def stream_chunks(self, ch: list[Token]) -> n.Stream:
+        return n.Stream("chunks", int(ch[0]), _apart(ch, 1), span=self.here())
 
-    def stream_characters(self, meta: Meta, ch: list[Token]) -> n.Stream:
-        return n.Stream("characters", int(ch[0]), _apart(ch, 1), span=self.span(meta))
+    def stream_characters(self, ch: list[Token]) -> n.Stream:
+        return n.Stream("characters", int(ch[0]), _apart(ch, 1), span=self.here())
 
-    def chunks(self, meta: Meta, ch: list[Token]) -> n.Chunks:
-        return n.Chunks(tuple(self._s(t) for t in ch), span=self.span(meta))
+    def chunks(self, ch: list[Token]) -> n.Chunks:
+        return n.Chunks(tuple(self._s(t) for t in ch), span=self.here())
 
-    def latency(self, meta: Meta, ch: list[Token]) -> n.Latency:
-        return n.Latency(parse_duration(str(ch[0])), span=self.span(meta))
+    def latency(self, ch: list[Token]) -> n.Latency:
+        return n.Latency(parse_duration(str(ch[0])), span=self.here())
 
-    def error(self, meta: Meta, ch: list[Any]) -> n.Error:
-        return n.Error(int(ch[0]), self._s(ch[1]), span=self.span(meta))
+    def error(self, ch: list[Any]) -> n.Error:
+        return n.Error(int(ch[0]), self._s(ch[1]), span=self.here())
 
-    def retry_after(self, meta: Meta, ch: list[Token]) -> n.RetryAfter:
-        return n.RetryAfter(parse_duration(str(ch[0])), span=self.span(meta))
+    def retry_after(self, ch: list[Token]) -> n.RetryAfter:
+        return n.RetryAfter(parse_duration(str(ch[0])), span=self.here())
 
-    def header(self, meta: Meta, ch: list[Any]) -> n.Header:
-        return n.Header(self._s(ch[0]), self._s(ch[1]), span=self.span(meta))
+    def header(self, ch: list[Any]) -> n.Header:
+        return n.Header(self._s(ch[0]), self._s(ch[1]), span=self.here())
 
-    def echo_header(self, meta: Meta, ch: list[Any]) -> n.EchoHeader:
-        return n.EchoHeader(self._s(ch[0]), span=self.span(meta))
+    def echo_header(self, ch: list[Any]) -> n.EchoHeader:
+        return n.EchoHeader(self._s(ch[0]), span=self.here())
 
-    def status(self, meta: Meta, ch: list[Token]) -> n.Status:
-        return n.Status(int(ch[0]), span=self.span(meta))
+    def status(self, ch: list[Token]) -> n.Status:
+        return n.Status(int(ch[0]), span=self.here())
 
-    def body(self, meta: Meta, ch: list[Any]) -> n.Body:
-        return n.Body(self._json(ch[0]), span=self.span(meta))
+    def body(self, ch: list[Any]) -> n.Body:
+        return n.Body(self._json(ch[0]), span=self.here())
 
-    def disconnect(self, meta: Meta, ch: list[Token]) -> n.Disconnect:
-        return n.Disconnect(int(ch[0]), span=self.span(meta))
+    def disconnect(self, ch: list[Token]) -> n.Disconnect:
+        return n.Disconnect(int(ch[0]), span=self.here())
 
-    def stream_error(self, meta: Meta, ch: list[Any]) -> n.StreamError:
-        return n.StreamError(self._s(ch[0]), int(ch[1]), span=self.span(meta))
+    def stream_error(self, ch: list[Any]) -> n.StreamError:
+        return n.StreamError(self._s(ch[0]), int(ch[1]), span=self.here())
 
-    def hang(self, meta: Meta, ch: list[Any]) -> n.Hang:
-        return n.Hang(span=self.span(meta))
+    def hang(self, ch: list[Any]) -> n.Hang:
+        return n.Hang(span=self.here())
 
-    def echo(self, meta: Meta, ch: list[Any]) -> n.Echo:
-        return n.Echo(span=self.span(meta))
+    def echo(self, ch: list[Any]) -> n.Echo:
+        return n.Echo(span=self.here())
 
     # -- literals ----------------------------------------------------------------------------------------
 
-    def true(self, meta: Meta, ch: list[Any]) -> bool:
+    def true(self, ch: list[Any]) -> bool:
         return True
 
-    def false(self, meta: Meta, ch: list[Any]) -> bool:
+    def false(self, ch: list[Any]) -> bool:
         return False
 
-    def null(self, meta: Meta, ch: list[Any]) -> None:
+    def null(self, ch: list[Any]) -> None:
         return None
 
-    def json_pair(self, meta: Meta, ch: list[Any]) -> tuple[str, Any]:
+    def json_pair(self, ch: list[Any]) -> tuple[str, Any]:
         return self._json_string_token(ch[0]), self._json(ch[1])
 
-    def json_object(self, meta: Meta, ch: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    def json_object(self, ch: Sequence[tuple[str, Any]]) -> dict[str, Any]:
         return dict(ch)
 
-    def json_array(self, meta: Meta, ch: list[Any]) -> list[Any]:
+    def json_array(self, ch: list[Any]) -> list[Any]:
         return [self._json(x) for x in ch]
 
     def _value(self, x: Any) -> Any:

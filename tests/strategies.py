@@ -36,6 +36,7 @@ durations = st.one_of(
     st.integers(min_value=0, max_value=100_000).map(lambda ms: n.Duration(float(ms))),
     st.integers(min_value=0, max_value=1999).map(lambda half: n.Duration(half / 2)),
     st.integers(min_value=1, max_value=120).map(lambda s: n.Duration(s * 1000.0)),
+    st.floats(min_value=0, max_value=1e7, allow_nan=False).map(n.Duration),  # any float prints exactly
 )
 
 json_values: st.SearchStrategy[Any] = st.recursive(

@@ -198,16 +198,63 @@ def test_fmt_rewrites_is_idempotent_and_check_reports(work: Path) -> None:
     assert proc.stdout == "0 files would be reformatted, 1 unchanged\n"
 
 
-def test_fmt_leaves_broken_and_commented_files_alone(work: Path) -> None:
-    commented = work / "commented.mockllm"
-    commented.write_text(MESSY.replace('"hi"', '"hi"  # greeting'), encoding="utf-8")
-    proc = run(work, "fmt", "broken.mockllm", "commented.mockllm")
+def test_fmt_leaves_broken_files_alone(work: Path) -> None:
+    proc = run(work, "fmt", "broken.mockllm", "weather.mockllm")
     assert proc.returncode == 1
     assert "not formatting broken.mockllm: it has syntax errors" in proc.stderr
     assert "broken.mockllm:4:13" in proc.stderr
-    assert "not formatting commented.mockllm: fmt would drop its comments (line 6)" in proc.stderr
+    assert proc.stdout.endswith("0 files reformatted, 1 unchanged, 1 left alone (see above)\n")
     assert (work / "broken.mockllm").read_text(encoding="utf-8") == BROKEN
-    assert "# greeting" in commented.read_text(encoding="utf-8")
+
+
+COMMENTED = """\
+mockllm 1
+# What this file tests.
+scenario "Messy":  # the only scenario
+  priority 0
+  # the first step
+  step a:
+      reply:
+          text   "hi"  # greeting
+          # more elements to come
+  # the second step
+  step b:
+        when:
+           model is "x"
+        reply echo
+# the end
+"""
+
+COMMENTED_FORMATTED = """\
+mockllm 1
+# What this file tests.
+
+scenario "Messy":  # the only scenario
+    # the first step
+    step a:
+        reply:
+            text "hi"  # greeting
+            # more elements to come
+
+    # the second step
+    step b:
+        when:
+            model is "x"
+        reply echo
+# the end
+"""
+
+
+def test_fmt_keeps_comments_and_is_stable(work: Path) -> None:
+    commented = work / "commented.mockllm"
+    commented.write_text(COMMENTED, encoding="utf-8")
+    proc = run(work, "fmt", "commented.mockllm")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "reformatted commented.mockllm\n1 file reformatted, 0 unchanged\n"
+    assert commented.read_text(encoding="utf-8") == COMMENTED_FORMATTED
+    proc = run(work, "fmt", "--check", "commented.mockllm")
+    assert proc.returncode == 0
+    assert proc.stdout == "0 files would be reformatted, 1 unchanged\n"
 
 
 def test_graph_mermaid_and_dot(work: Path) -> None:

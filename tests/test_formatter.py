@@ -6,8 +6,10 @@ import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mockllm.dsl import nodes as n
+from mockllm.dsl.comments import comment_fragments, scan
 from mockllm.dsl.formatter import format_file, format_reply_element, format_step, string_literal
 from mockllm.dsl.parser import parse_text
 
@@ -15,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from strategies import FILE, script_files
 
 MESSY = """\
-# comments are not kept by the formatter
+# without the source, the formatter writes no comments
 scenario "Weather tool round trip":
   when:
       model glob "gpt-4o*"
@@ -117,6 +119,25 @@ def test_reply_elements_text() -> None:
     assert format_reply_element(n.Chunks(("a", "b")), "  ") == '  chunks:\n      "a"\n      "b"'
 
 
+def test_durations_print_exactly() -> None:
+    assert [str(n.Duration(ms)) for ms in (250, 250.0, 2000.0, 1500.0, 0.0)] == [
+        "250ms",
+        "250ms",
+        "2s",
+        "1500ms",
+        "0ms",
+    ]
+    assert str(n.Duration(10000.25)) == "10000.25ms"  # `:g` printed 10000.2ms
+    assert str(n.Duration(1234567.5)) == "1234567.5ms"
+    assert str(n.Duration(0.1 + 0.2)) == "0.30000000000000004ms"
+    assert str(n.Duration(1e-05)) == "0.00001ms"  # never an exponent: the grammar has none
+    for ms in (10000.25, 1234567.5, 0.1 + 0.2, 1e-05, 5e-324, 86399999.999):
+        tree = n.ScriptFile(FILE, replies=(n.NamedReply("r", (n.Latency(n.Duration(ms)),)),))
+        parsed, diagnostics = parse_text(format_file(tree), FILE)
+        assert diagnostics == []
+        assert parsed == tree
+
+
 def test_multi_line_text_prints_triple_quoted() -> None:
     text = format_reply_element(n.Text("first line\n  indented\n\nlast"), "        ")
     assert (
@@ -158,3 +179,194 @@ def test_round_trip(tree: n.ScriptFile) -> None:
     assert parsed == tree
     assert parsed is not None
     assert format_file(parsed) == text
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Comments
+
+COMMENTED = """\
+# Opening comment of the file.
+
+# about the scenario (moves with it)
+scenario "S":  # on the header
+  when:
+      model glob "gpt-4o*"  # on a condition
+      # end of the when block
+  tags a, "b c"  # on tags
+  priority 0  # on a line fmt leaves out
+  order any
+  step ask:
+      reply:
+          # before a tool call
+          tool call f {"q": "# not a comment",  # first line of the JSON
+                       # inside the JSON
+                       "n": 1}  # last line of the JSON
+          text \"\"\"
+              # not a comment either
+              \"\"\"  # after a triple-quoted string
+          # end of the reply block
+      # before `when:` (it moves to the top of the step, and this comment with it)
+      when:
+          last user message matches /a#b/  # a regex holding '#'
+  step done:
+      after ask
+      reply:
+          echo  # reply: + echo is written `reply echo`
+      # end of the last step
+reply canned:
+  chunks:
+      "Hel"  # on a chunk
+      # between chunks
+      "lo"
+  # end of a named reply
+
+# the end of the file
+"""
+
+COMMENTED_FORMATTED = """\
+# Opening comment of the file.
+
+reply canned:
+    chunks:
+        "Hel"  # on a chunk
+        # between chunks
+        "lo"
+    # end of a named reply
+
+# about the scenario (moves with it)
+scenario "S":  # on the header
+    tags a, "b c"  # on tags
+    # on a line fmt leaves out
+    order any
+    when:
+        model glob "gpt-4o*"  # on a condition
+        # end of the when block
+
+    step ask:
+        # before `when:` (it moves to the top of the step, and this comment with it)
+        when:
+            last user message matches /a#b/  # a regex holding '#'
+        reply:
+            # before a tool call
+            # inside the JSON
+            tool call f {"q": "# not a comment", "n": 1}  # first line of the JSON  # last line of the JSON
+            text "# not a comment either"  # after a triple-quoted string
+            # end of the reply block
+
+    step done:
+        after ask
+        reply echo  # reply: + echo is written `reply echo`
+        # end of the last step
+
+# the end of the file
+"""
+
+
+def _format(source: str) -> str:
+    tree, diagnostics = parse_text(source, FILE)
+    assert diagnostics == []
+    assert tree is not None
+    return format_file(tree, source)
+
+
+def test_comments_in_every_position_are_kept() -> None:
+    """Own-line comments go with the statement below (and move with it), end-of-line comments stay at
+    the end of their statement's line, comments closing a block or the file stay there; `#` inside
+    strings, triple-quoted strings, JSON strings and regexes is no comment."""
+    formatted = _format(COMMENTED)
+    assert formatted == COMMENTED_FORMATTED
+    assert comment_fragments(formatted) == comment_fragments(COMMENTED)
+    assert _format(formatted) == formatted
+    assert parse_text(formatted, FILE)[0] == parse_text(COMMENTED, FILE)[0]
+
+
+def test_header_comments_stay_under_the_version_line() -> None:
+    source = 'mockllm 1\n# What this file tests.\n# Second line.\nuse "lib.mockllm" as lib\n'
+    assert _format(source) == 'mockllm 1\n# What this file tests.\n# Second line.\n\nuse "lib.mockllm" as lib\n'
+    formatted = _format("mockllm 1\n# What this file tests.\n\nreply r:\n  hang\n")
+    assert formatted == "mockllm 1\n# What this file tests.\n\nreply r:\n    hang\n"
+    assert _format(formatted) == formatted
+
+
+def test_blank_lines_around_a_comment_run_are_kept() -> None:
+    source = "reply r:\n    hang\n\n# one\n\n# two\n\nreply s:\n    echo\n"
+    assert _format(source) == source
+    inside = "reply r:\n    # one\n\n    # two\n\n    hang\n"
+    assert _format(inside) == inside
+    assert _format("reply r:\n    hang\n\n\n\n# end\n") == "reply r:\n    hang\n\n# end\n"
+
+
+def test_a_file_of_comments_only_and_windows_newlines() -> None:
+    assert _format("# just\n\n# comments\n") == "# just\n\n# comments\n"
+    assert _format("reply r:  # a reply\r\n    hang\r\n# end\r\n") == "reply r:  # a reply\n    hang\n# end\n"
+
+
+def test_without_the_source_no_comments_are_written() -> None:
+    tree, _ = parse_text(COMMENTED, FILE)
+    assert tree is not None
+    assert "#" not in format_file(tree).replace("# not a comment", "").replace("/a#b/", "")
+
+
+def test_scan_finds_comments_outside_strings_and_regexes() -> None:
+    layout = scan(COMMENTED)
+    texts = [c.text for c in layout.comments]
+    assert "# on a chunk" in texts
+    assert not any("not a comment" in t for t in texts)
+    assert all(c.line > 0 and c.column > 0 for c in layout.comments)
+    on_header = next(c for c in layout.comments if c.text == "# on the header")
+    assert (on_header.line, on_header.column, on_header.own_line) == (4, 16, False)
+    tool_call = next(x for x in layout.lines if x.word == "tool")
+    assert (tool_call.line, tool_call.end_line) == (14, 16)
+
+
+def test_example_scenarios_format_stably_with_their_comments() -> None:
+    root = Path(__file__).parent.parent / "scenarios"
+    files = sorted(root.rglob("*.mockllm"))
+    assert files
+    for path in files:
+        source = path.read_text(encoding="utf-8")
+        tree, diagnostics = parse_text(source, path.name)
+        assert tree is not None and not [d for d in diagnostics if d.is_error], path
+        formatted = format_file(tree, source)
+        assert comment_fragments(formatted) == comment_fragments(source), path
+        assert source.startswith("mockllm 1\n#") == formatted.startswith("mockllm 1\n#"), path
+        assert parse_text(formatted, path.name)[0] == tree, path
+        assert format_file(tree, formatted) == formatted, path
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(script_files, st.data())
+def test_comments_anywhere_survive_and_fmt_is_idempotent(tree: n.ScriptFile, data: st.DataObject) -> None:
+    """Comments at any indentation above any statement, at the end of any statement, at the end of the
+    file: the tree is the same, every comment is kept, and a second format changes nothing."""
+    text = format_file(tree)
+    layout = scan(text)
+    starts = {x.line for x in layout.lines}
+    ends = {x.end_line for x in layout.lines}
+    rows: list[str] = []
+    count = 0
+    for i, line in enumerate(text.split("\n")[:-1], start=1):
+        if i in starts:
+            for _ in range(data.draw(st.integers(0, 2))):
+                rows.append(" " * data.draw(st.sampled_from([0, 2, 4, 8, 12, 16])) + f"# c{count}")
+                count += 1
+                if data.draw(st.booleans()):
+                    rows.append("")
+        if i in ends and data.draw(st.booleans()):
+            line += f"  # t{count}"
+            count += 1
+        rows.append(line)
+    for _ in range(data.draw(st.integers(0, 2))):
+        rows.append(" " * data.draw(st.sampled_from([0, 4, 8])) + f"# e{count}")
+        count += 1
+    source = "\n".join(rows) + "\n"
+    parsed, diagnostics = parse_text(source, FILE)
+    assert diagnostics == []
+    assert parsed == tree
+    formatted = format_file(parsed, source)
+    assert comment_fragments(formatted) == comment_fragments(source)
+    assert len(comment_fragments(source)) == count
+    again, diagnostics = parse_text(formatted, FILE)
+    assert diagnostics == []
+    assert again == tree
+    assert format_file(again, formatted) == formatted

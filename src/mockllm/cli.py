@@ -120,23 +120,8 @@ def _parse_file(path: Path) -> tuple[str, ScriptFile | None, list[Diagnostic]]:
     return text, tree, diagnostics
 
 
-def _comment_lines(text: str) -> list[int]:
-    """Lines holding a `#` comment (comments travel inside the newline tokens; `#` in strings does not count)."""
-    from mockllm.dsl.parser import build_parser
-
-    try:
-        tokens = list(build_parser().lex(text, dont_ignore=True))
-    except Exception:  # cannot tell: assume every line with a '#' has a comment
-        return [i for i, line in enumerate(text.splitlines(), 1) if "#" in line]
-    lines: list[int] = []
-    for tok in tokens:
-        if tok.type == "_NL" and "#" in tok.value:
-            first = tok.line or 1
-            lines.extend(first + i for i, part in enumerate(tok.value.split("\n")) if "#" in part)
-    return lines
-
-
 def _cmd_fmt(args: argparse.Namespace) -> int:
+    from mockllm.dsl.comments import comment_fragments
     from mockllm.dsl.diagnostics import has_errors, render
     from mockllm.dsl.formatter import format_file
     from mockllm.dsl.parser import parse_text
@@ -157,23 +142,14 @@ def _cmd_fmt(args: argparse.Namespace) -> int:
             _err(f"mockllm: not formatting {name}: it has syntax errors (fix them first; `mockllm check {name}`)\n")
             refused.append(path)
             continue
-        new = format_file(tree)
+        new = format_file(tree, text)
         if new == text:
             continue
-        comments = _comment_lines(text)
-        if comments:
-            shown = ", ".join(str(n) for n in comments[:5]) + (", …" if len(comments) > 5 else "")
-            _err(
-                f"mockllm: not formatting {name}: fmt would drop its comments (line {shown}); "
-                "the formatter does not keep comments yet"
-            )
-            refused.append(path)
-            continue
         again, _ = parse_text(new, tree.path)
-        if again != tree:
+        if again != tree or comment_fragments(new) != comment_fragments(text):
             _err(
-                f"mockllm: not formatting {name}: the canonical layout would change its meaning (a formatter bug;"
-                " please report it)"
+                f"mockllm: not formatting {name}: the canonical layout would change its meaning or lose a comment"
+                " (a formatter bug; please report it)"
             )
             refused.append(path)
             continue
