@@ -285,3 +285,28 @@ def test_history_validation_names_the_bad_tool_message(serve_text: ServeText) ->
 def iter_lines(url: str) -> Iterator[str]:  # pragma: no cover - helper kept for debugging
     with httpx.stream("GET", url) as r:
         yield from r.iter_lines()
+
+
+def test_expect_failure_is_a_400_and_recorded_for_verify(serve_text: ServeText) -> None:
+    """`expect:` asserts on what the client sent: a failed expectation is a 400 in OpenAI's shape,
+    and `verify` lists it for the test's teardown."""
+    script = """
+scenario "s":
+    step a:
+        expect:
+            system prompt contains "You are a travel agent"
+            tools include "book_flight"
+        reply:
+            text "ok"
+"""
+    with serve_text(script) as url:
+        with pytest.raises(openai.BadRequestError) as info:
+            client(url, max_retries=0).chat.completions.create(
+                model="m",
+                messages=[{"role": "system", "content": "You are a chef"}, {"role": "user", "content": "hi"}],
+            )
+        verify = httpx.get(url + "/_mockllm/verify").json()
+    message = str(info.value)
+    assert "mockllm: expectation failed" in message
+    assert 'system prompt contains "You are a travel agent"' in message and "You are a chef" in message
+    assert verify["expectation_failures"], verify
