@@ -36,6 +36,7 @@ from mockllm.dsl.nodes import (
     Finish,
     Hang,
     Header,
+    InterleaveCalls,
     Latency,
     Let,
     NamedReply,
@@ -238,6 +239,7 @@ ELEMENT_WORDS: dict[type, str] = {
     StreamError: "stream error",
     Hang: "hang",
     Echo: "echo",
+    InterleaveCalls: "interleave calls",
 }
 
 # What kind of answer an element makes; elements of different kinds cannot share a reply.
@@ -251,13 +253,29 @@ _KIND: dict[type, str] = {
     Usage: "answer",
     Disconnect: "answer",
     StreamError: "answer",
+    InterleaveCalls: "answer",
     Error: "error",
     Status: "raw",
     Body: "raw",
     Hang: "hang",
     Echo: "echo",
 }
-_SINGLE = (Finish, Usage, Stream, Latency, Error, Status, Body, RetryAfter, Chunks, Hang, Echo, Disconnect, StreamError)
+_SINGLE = (
+    Finish,
+    Usage,
+    Stream,
+    Latency,
+    Error,
+    Status,
+    Body,
+    RetryAfter,
+    Chunks,
+    Hang,
+    Echo,
+    Disconnect,
+    StreamError,
+    InterleaveCalls,
+)
 _KIND_HINTS = {
     frozenset(
         {"answer", "error"}
@@ -761,6 +779,7 @@ class _Checker:
         first_of_kind: dict[str, ReplyElement] = {}
         non_latency: ReplyElement | None = None
         hang: ReplyElement | None = None
+        conflicted: set[int] = set()  # ids of the elements reported as conflicting
         for el in elements:
             word = ELEMENT_WORDS[type(el)]
             conflict: tuple[ReplyElement, str] | None = None
@@ -791,6 +810,7 @@ class _Checker:
                 if other_type in first_of_type:
                     conflict = (first_of_type[other_type], "a stream ends one way: keep `disconnect` or `stream error`")
             if conflict is not None:
+                conflicted.add(id(el))
                 other, hint = conflict
                 other_word = ELEMENT_WORDS[type(other)]
                 other_span = self.at(other.span, file)
@@ -816,6 +836,15 @@ class _Checker:
                 hang = hang or el
             elif not isinstance(el, Latency) and non_latency is None:
                 non_latency = el
+        interleave = first_of_type.get(InterleaveCalls)
+        calls = sum(isinstance(el, ToolCall) for el in elements)
+        if interleave is not None and id(interleave) not in conflicted and calls < 2 and block == "reply":
+            self.warn(
+                "interleave-no-effect",
+                "`interleave calls` has no effect with fewer than two tool calls",
+                self.at(interleave.span, file),
+                hint="add more `tool call` lines to interleave, or remove `interleave calls`",
+            )
 
     # -- templates ---------------------------------------------------------------------------------------
 

@@ -3,7 +3,9 @@
 Layout: 4-space indents; ``mockllm N``, the ``use`` lines, ``defaults:``, named replies, then
 scenarios, one blank line between them and between steps. Inside a scenario: priority (left out
 when 0), tags, ``order any``, lets, ``when:``, steps; inside a step: ``when:``, ``after``, captures,
-``expect:``, ``repeat``/``always``, the reply. ``parse_text(format_file(t))`` gives back ``t``.
+``expect:``, ``repeat``/``always``, the reply. Reply elements keep their order, except that
+``interleave calls`` goes after the ``stream`` line, else after the last ``tool call``
+(:func:`canonical_elements`). ``parse_text(format_file(t))`` gives back ``t`` for a tree in that order.
 
 Comments are kept when the source is given (:func:`format_file`): a comment on a line of its own goes
 with the statement below it, at that statement's indentation (so it moves when the statement moves);
@@ -25,7 +27,7 @@ from mockllm.dsl import nodes as n
 from mockllm.dsl.comments import Comment, SourceLayout, scan
 from mockllm.dsl.transformer import json_text, long_string_value
 
-__all__ = ["format_file", "format_reply", "format_reply_element", "format_step", "string_literal"]
+__all__ = ["canonical_elements", "format_file", "format_reply", "format_reply_element", "format_step", "string_literal"]
 
 INDENT = "    "
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
@@ -119,7 +121,32 @@ def _element_text(e: n.ReplyElement, indent: str) -> str:
         return f"{indent}hang"
     if isinstance(e, n.Echo):
         return f"{indent}echo"
+    if isinstance(e, n.InterleaveCalls):
+        return f"{indent}interleave calls"
     raise TypeError(f"not a reply element: {e!r}")
+
+
+def canonical_elements(elements: Sequence[n.ReplyElement]) -> tuple[n.ReplyElement, ...]:
+    """``elements`` in the order the formatter writes them: file order, except that ``interleave calls``
+    goes right after the (last) ``stream`` line, else right after the last ``tool call``, else stays
+    where it is. Its place changes nothing in the reply, so moving it keeps the meaning."""
+    moved = [e for e in elements if isinstance(e, n.InterleaveCalls)]
+    if not moved:
+        return tuple(elements)
+    rest = [e for e in elements if not isinstance(e, n.InterleaveCalls)]
+    anchor = _last_index(rest, n.Stream)
+    if anchor is None:
+        anchor = _last_index(rest, n.ToolCall)
+    if anchor is None:
+        return tuple(elements)
+    return (*rest[: anchor + 1], *moved, *rest[anchor + 1 :])
+
+
+def _last_index(elements: Sequence[n.ReplyElement], kind: type) -> int | None:
+    for i in range(len(elements) - 1, -1, -1):
+        if isinstance(elements[i], kind):
+            return i
+    return None
 
 
 def _is_echo(reply: n.Reply | None) -> bool:
@@ -203,7 +230,7 @@ class _Printer:
         self.emit(_element_text(e, indent), indent, _key(e))
 
     def elements(self, elements: Sequence[n.ReplyElement], indent: str) -> None:
-        for e in elements:
+        for e in canonical_elements(elements):
             self.element(e, indent)
 
     def reply(self, reply: n.Reply, indent: str, keyword: str = "reply") -> None:

@@ -261,6 +261,15 @@ class Echo:
     span: Span = _span()
 
 
+@attrs.frozen
+class InterleaveCalls:
+    """``interleave calls``: when streaming, the argument fragments of the reply's tool calls alternate
+    (call 0's first fragment, call 1's first, …, then call 0's second, …) instead of one call finishing
+    before the next starts."""
+
+    span: Span = _span()
+
+
 ReplyElement: TypeAlias = (
     Text
     | ToolCall
@@ -281,6 +290,7 @@ ReplyElement: TypeAlias = (
     | StreamError
     | Hang
     | Echo
+    | InterleaveCalls
 )
 
 REPLY_ELEMENT_TYPES: tuple[type, ...] = (
@@ -303,6 +313,7 @@ REPLY_ELEMENT_TYPES: tuple[type, ...] = (
     StreamError,
     Hang,
     Echo,
+    InterleaveCalls,
 )
 
 #: Elements a ``defaults:`` block may hold (besides the fallback).

@@ -619,6 +619,9 @@ class ScriptTransformer:
     def echo(self, ch: list[Any]) -> n.Echo:
         return n.Echo(span=self.here())
 
+    def interleave_calls(self, ch: list[Any]) -> n.InterleaveCalls:
+        return n.InterleaveCalls(span=self.here())
+
     # -- literals ----------------------------------------------------------------------------------------
 
     def true(self, ch: list[Any]) -> bool:

@@ -54,6 +54,9 @@ class Plan:
     stream_error: str | None = None
     stream_error_after: int | None = None
     hang: bool = False
+    # `interleave calls`: when streaming, adapters that stream arguments in fragments send the calls'
+    # fragments round-robin (call 0's first, call 1's first, …, call 0's second, …), not call by call
+    interleave_calls: bool = False
     headers: tuple[tuple[str, str], ...] = ()  # extra response headers (header, echo header, retry after)
 
     @property

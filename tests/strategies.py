@@ -118,7 +118,27 @@ reply_elements: st.SearchStrategy[n.ReplyElement] = st.one_of(
     st.builds(n.Echo),
 )
 
-element_tuples = st.lists(reply_elements, min_size=1, max_size=4).map(tuple)
+
+def _place_interleave(elements: tuple[n.ReplyElement, ...], at: int | None) -> tuple[n.ReplyElement, ...]:
+    """``elements`` with ``interleave calls`` (when ``at`` is not None) where the formatter writes it:
+    after the last ``stream`` line, else after the last ``tool call``, else at position ``at``."""
+    if at is None:
+        return elements
+    for kind in (n.Stream, n.ToolCall):
+        found = [i for i, e in enumerate(elements) if isinstance(e, kind)]
+        if found:
+            at = found[-1] + 1
+            break
+    else:
+        at %= len(elements) + 1
+    return (*elements[:at], n.InterleaveCalls(), *elements[at:])
+
+
+element_tuples = st.builds(
+    _place_interleave,
+    st.lists(reply_elements, min_size=1, max_size=4).map(tuple),
+    st.none() | st.integers(min_value=0, max_value=4),
+)
 
 reply_refs = st.builds(n.ReplyRef, names, st.none() | names)
 replies: st.SearchStrategy[n.Reply] = st.one_of(

@@ -62,6 +62,7 @@ __all__ = [
     "finish",
     "hang",
     "header",
+    "interleave_calls",
     "last_message",
     "last_user_message",
     "latency",
@@ -429,6 +430,12 @@ def stream_error(message: str, *, after_chunks: int) -> n.StreamError:
 
 def hang() -> n.Hang:
     return n.Hang()
+
+
+def interleave_calls() -> n.InterleaveCalls:
+    """``interleave calls``: stream the fragments of several tool calls' arguments alternately (call 0's
+    first fragment, call 1's first, …), to test that a client collects them by index."""
+    return n.InterleaveCalls()
 
 
 def echo() -> n.Echo:
