@@ -127,7 +127,7 @@ def test_parse_camel_and_snake_case() -> None:
         (None, "get_weather", {"city": "Paris"})
     ]
     result = chat.messages[2].tool_result
-    assert result is not None and result.name == "get_weather" and json.loads(result.content) == {"result": "sunny"}
+    assert result is not None and result.name == "get_weather" and result.content == "sunny"
     assert not result.is_error and chat.messages[2].index == 2
     assert chat.tool_names() == ("get_weather", "get_time")
     assert chat.tools[0].parameters == {
@@ -451,7 +451,7 @@ def test_sdk_function_call_round_trip() -> None:
     assert chat.tool_names() == ("get_weather", "get_time")
     assert chat.tools[0].parameters == {"type": "object", "properties": {"city": {"type": "string"}}}
     result = chat.latest_tool_result("get_time")
-    assert result is not None and json.loads(result.content) == {"result": "ok"}
+    assert result is not None and result.content == "ok"
 
     with pytest.raises(errors.ClientError, match="number of function response parts") as info:
         client.models.generate_content(
@@ -476,7 +476,7 @@ def test_sdk_automatic_function_calling() -> None:
     response = sdk(server).models.generate_content(model="gemini-2.5-flash", contents="weather in Oslo", config=config)
     assert response.text == "Sunny in Oslo." and seen == ["Oslo"]
     result = server.chats[1].latest_tool_result("get_weather")
-    assert result is not None and json.loads(result.content) == {"result": "sunny"}
+    assert result is not None and result.content == "sunny"
 
 
 def test_sdk_chat_keeps_streamed_turns() -> None:
@@ -593,3 +593,14 @@ def test_any_json_is_parsed_or_rejected_cleanly(body: Any) -> None:
         return
     rendered = ADAPTER.render(text_plan(), chat, CTX)
     assert rendered.status == 200
+
+
+def test_function_response_text_unwraps_the_sdk_result_wrapper() -> None:
+    """google-genai wraps a return value as {"result": value}; conditions and templates read the value,
+    as they do on the other providers. Other response objects stay JSON."""
+    from mockllm.runtime.providers.gemini import result_text
+
+    assert result_text({"result": "sunny"}) == "sunny"
+    assert result_text({"output": {"t": 18}}) == '{"t":18}'
+    assert result_text({"temperature": 18, "sky": "clear"}) == '{"temperature":18,"sky":"clear"}'
+    assert result_text({"error": "boom"}) == '{"error":"boom"}'

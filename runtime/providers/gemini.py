@@ -176,8 +176,23 @@ def _function_response(part: Any, where: str, calls: Sequence[ToolCall]) -> Tool
     call_id = _opt_str(data, "id", where)
     if call_id is None:
         call_id = next((c.id for c in calls if c.name == name and c.id is not None), None)
-    content = json.dumps(response, ensure_ascii=False, separators=(",", ":"))
-    return ToolResult(call_id=call_id, name=name, content=content, is_error="error" in response)
+    inner = response.get("result") if len(response) == 1 else None
+    is_error = "error" in response or (isinstance(inner, dict) and "error" in inner)
+    return ToolResult(call_id=call_id, name=name, content=result_text(response), is_error=is_error)
+
+
+def result_text(response: dict[str, Any]) -> str:
+    """The text a tool returned. google-genai wraps a function's return value as ``{"result": value}``
+    (``{"output": …}`` is the other common key); unwrap a lone wrapper so ``tool result for`` and
+    ``{{tool_result.NAME}}`` read the same text as on the other providers. Anything else is the
+    response object's JSON."""
+    if len(response) == 1:
+        ((key, value),) = response.items()
+        if key in ("result", "output", "content"):
+            if isinstance(value, str):
+                return value
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(response, ensure_ascii=False, separators=(",", ":"))
 
 
 def _messages(contents: list[Any]) -> tuple[Message, ...]:
