@@ -489,9 +489,14 @@ def _stream(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> tuple[Frame, .
     ev.add("response.created", response=_response(plan, chat, ctx, [], final=False))
     ev.add("response.in_progress", response=_response(plan, chat, ctx, [], final=False))
     final = _output(plan, rid)
+    calls = [(index, item, call) for index, (item, call) in enumerate(final) if call is not None]
+    interleave = plan.interleave_calls and len(calls) > 1
     for index, (item, call) in enumerate(final):
         if call is not None:
-            _stream_call(ev, call, item, index)
+            if not interleave:
+                _stream_call(ev, call, item, index)
+            elif index == calls[0][0]:
+                _stream_calls_interleaved(ev, calls)
         elif item["type"] == "reasoning":
             _stream_reasoning(ev, plan, item, index)
         else:
@@ -530,6 +535,25 @@ def _stream_message(ev: _Events, plan: Plan, item: dict[str, Any], index: int) -
             ev.add("response.refusal.done", **ids, refusal=part["refusal"])
         ev.add("response.content_part.done", **ids, part=part)
     ev.add("response.output_item.done", output_index=index, item=item)
+
+
+def _stream_calls_interleaved(ev: _Events, calls: list[tuple[int, dict[str, Any], PlannedToolCall]]) -> None:
+    """`interleave calls`: every call's item is added, then the argument deltas alternate between the
+    calls (first piece of each, then the second of each, …), then each call is finished in order."""
+    for index, item, _ in calls:
+        ev.add(
+            "response.output_item.added", output_index=index, item={**item, "arguments": "", "status": "in_progress"}
+        )
+    queues = [list(common.pieces(call.argument_chunks, call.arguments_json)) for _, _, call in calls]
+    for round_ in range(max(len(q) for q in queues)):
+        for (index, item, _), queue in zip(calls, queues, strict=True):
+            if round_ < len(queue):
+                ids = {"item_id": item["id"], "output_index": index}
+                ev.add("response.function_call_arguments.delta", content=True, **ids, delta=queue[round_])
+    for index, item, call in calls:
+        ids = {"item_id": item["id"], "output_index": index}
+        ev.add("response.function_call_arguments.done", **ids, name=call.name, arguments=call.arguments_json)
+        ev.add("response.output_item.done", output_index=index, item=item)
 
 
 def _stream_call(ev: _Events, call: PlannedToolCall, item: dict[str, Any], index: int) -> None:

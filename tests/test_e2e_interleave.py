@@ -1,0 +1,49 @@
+"""`interleave calls`: fragments of parallel tool calls alternate in one stream, and the official
+stream helpers still rebuild every call exactly (they accumulate by index / output_index)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import openai
+
+ServeText = Callable[..., AbstractContextManager[str]]
+
+SCRIPT = """
+scenario "Interleaved":
+    step three:
+        reply:
+            tool call check {"name": "billing", "region": "eu-west-1"}
+            tool call check {"name": "search", "region": "us-east-1"}
+            tool call check {"name": "email", "region": "ap-south-1"}
+            stream by 4 characters
+            interleave calls
+"""
+EXPECTED = [
+    {"name": "billing", "region": "eu-west-1"},
+    {"name": "search", "region": "us-east-1"},
+    {"name": "email", "region": "ap-south-1"},
+]
+
+
+def alternates(order: list[int]) -> bool:
+    """The sequence of call indexes switches call on every fragment until a call runs out."""
+    return order[:3] == [0, 1, 2] and order[3:6] == [0, 1, 2]
+
+
+def test_responses_stream_interleaves_and_reconstructs(serve_text: ServeText) -> None:
+    with serve_text(SCRIPT) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="k")
+        order: list[int] = []
+        with client.responses.stream(model="m", input="check all three") as stream:
+            for event in stream:
+                if event.type == "response.function_call_arguments.delta":
+                    order.append(event.output_index)
+            final = stream.get_final_response()
+    assert alternates(order), order
+    calls: list[Any] = [item for item in final.output if item.type == "function_call"]
+    assert [json.loads(c.arguments) for c in calls] == EXPECTED
+    assert len({c.call_id for c in calls}) == 3
