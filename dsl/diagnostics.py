@@ -40,13 +40,13 @@ class Diagnostic:
         return self.severity == "error"
 
 
-def error(code: str, message: str, span: Span, hint: str | None = None,
-          related: Iterable[Related] = ()) -> Diagnostic:
+def error(code: str, message: str, span: Span, hint: str | None = None, related: Iterable[Related] = ()) -> Diagnostic:
     return Diagnostic("error", code, message, span, hint, tuple(related))
 
 
-def warning(code: str, message: str, span: Span, hint: str | None = None,
-            related: Iterable[Related] = ()) -> Diagnostic:
+def warning(
+    code: str, message: str, span: Span, hint: str | None = None, related: Iterable[Related] = ()
+) -> Diagnostic:
     return Diagnostic("warning", code, message, span, hint, tuple(related))
 
 
@@ -80,12 +80,12 @@ def _source_line(sources: Mapping[str, str], span: Span) -> str | None:
 def render_one(d: Diagnostic, sources: Mapping[str, str]) -> str:
     """Hurl/rustc style::
 
-        error: unknown subject 'modle'
-          --> weather.mockllm:12:13
-           |
-        12 |             modle is "gpt-4o"
-           |             ^^^^^
-           = hint: did you mean 'model'?
+    error: unknown subject 'modle'
+      --> weather.mockllm:12:13
+       |
+    12 |             modle is "gpt-4o"
+       |             ^^^^^
+       = hint: did you mean 'model'?
     """
     out = [f"{d.severity}: {d.message}"]
     span = d.span

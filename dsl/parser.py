@@ -1,9 +1,10 @@
 """Parse `.mockllm` text into a :class:`~mockllm.dsl.nodes.ScriptFile` plus syntax diagnostics.
 
 :func:`parse_text` never raises. A file that parses is transformed in one go; a file with mistakes
-is split at its column-0 keywords (``mockllm``, ``use``, ``reply``, ``defaults``, ``scenario``) and
-each top-level block is parsed on its own, so every broken block reports its own error in one run
-and every good block still reaches the tree.
+is split before each statement at column 1 (``mockllm``, ``use``, ``reply``, ``defaults``,
+``scenario``, or a broken one) and each top-level block is parsed on its own; a block that still fails
+is taken apart further by :mod:`mockllm.dsl.recovery` (a scenario at its steps, a step at its blocks,
+…), so every mistake reports its own error in one run and the parts that parse still reach the tree.
 
 Parsing is tree-less: the LALR parser calls the :class:`ScriptTransformer` methods as it reduces, so no
 parse tree is built and Lark propagates no positions (each node's span comes from its first token and
@@ -28,23 +29,23 @@ import lark
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput
 from lark.indenter import Indenter
-from lark.lexer import Lexer, LexerState, LexerThread
+from lark.lexer import Lexer, LexerState, LexerThread, LineCounter
 from lark.parse_tree_builder import ParseTreeBuilder
 from lark.parser_frontends import PostLexConnector
 from lark.parsers.lalr_parser import _Parser as _LalrParser
+from lark.utils import TextSlice
 
 from mockllm.dsl import diagnostics as d
-from mockllm.dsl.nodes import Defaults, NamedReply, Scenario, ScriptFile, Use
+from mockllm.dsl.nodes import Defaults, NamedReply, ReplyRef, Scenario, ScriptFile, Use
+from mockllm.dsl.recovery import LineInfo, Recovery, scan
 from mockllm.dsl.span import Span
-from mockllm.dsl.syntax_errors import describe_unexpected
+from mockllm.dsl.syntax_errors import describe_unexpected, keyword_values
 from mockllm.dsl.transformer import Cursor, ScriptTransformer, SyntaxProblem, TopItem, VersionLine
 
 __all__ = ["IndentationProblem", "MockIndenter", "build_parser", "parse_text"]
 
 LANGUAGE_VERSIONS = (1,)
 
-#: Column-0 keywords that start a top-level block (where a broken file is split to resynchronise).
-_BLOCK_START = re.compile(r"(mockllm|use|reply|defaults|scenario)(?![A-Za-z0-9_-])")
 _LAYOUT_TOKENS = frozenset({"_NL", "_INDENT", "_DEDENT"})
 
 
@@ -213,31 +214,89 @@ def parse_text(text: str, file: str = "<text>") -> tuple[ScriptFile | None, list
 
 def _parse_text(text: str, file: str) -> tuple[ScriptFile | None, list[d.Diagnostic]]:
     text = text.removeprefix("\ufeff").replace("\r\n", "\n")  # a byte-order mark is no statement
-    items, problem = _parse_block(text, file)
+    items, problem = _parse_block(text, file)  # a clean file is parsed once, in one pass
     diagnostics: list[d.Diagnostic] = []
     if problem is not None:
-        items = []
-        for start, chunk in _blocks(text):
-            chunk_items, chunk_problem = _parse_block("\n" * start + chunk, file)
-            items.extend(chunk_items)
-            if chunk_problem is not None:
-                diagnostics.append(chunk_problem)
-        if not any(x.is_error for x in diagnostics):
-            diagnostics.append(problem)
+        items, diagnostics = _resync(text, file, problem)
     script, assembly = _assemble(items, text, file)
     diagnostics.extend(assembly)
     diagnostics.sort(key=d.sort_key)
     return script, diagnostics
 
 
-def _blocks(text: str) -> Iterator[tuple[int, str]]:
-    """(index of first line, text) of each top-level block, cut before each column-0 keyword."""
-    lines = text.split("\n")
-    starts = [i for i, line in enumerate(lines) if _BLOCK_START.match(line)]
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
-    for a, b in zip(starts, [*starts[1:], len(lines)], strict=True):
-        yield a, "\n".join(lines[a:b])
+def _resync(text: str, file: str, problem: d.Diagnostic) -> tuple[list[TopItem], list[d.Diagnostic]]:
+    """Every error of a file that failed with ``problem``, and the top-level items that still parse:
+    each top-level block is parsed on its own, and a broken one is taken apart by :class:`Recovery`.
+
+    What the semantic checks would wrongly call missing stays out: the block above a broken block that
+    may hold its lines (a step's ``reply:`` slipped to column 1), and, when a ``use`` line or a named
+    reply could not be read, the items that refer to an alias or a reply the file does not define."""
+    recovery = Recovery(text, lambda block, line: _parse_block(block, file, line), _parses, _scan(text), _keywords())
+    blocks: list[list[TopItem]] = []
+    lost: set[str] = set()
+    for start, end in recovery.blocks():
+        block_items, block_problem = _parse_block(recovery.block_text(start, end), file, start + 1)
+        if block_problem is not None:
+            block_items = recovery.recover(start, end, block_problem)
+            if blocks and recovery.detached(start, end):
+                # its lines may belong to the block above, which is not whole without them
+                if any(isinstance(item, NamedReply) for item in blocks[-1]):
+                    lost.add("reply")
+                blocks[-1] = [item for item in blocks[-1] if isinstance(item, VersionLine | Use)]
+            if not block_items:
+                word = recovery.top_word(start)
+                lost.update(("use", "reply") if word is None else {word} & {"use", "reply"})
+        blocks.append(block_items)
+    items = [item for block in blocks for item in block]
+    if lost:
+        items = _without_dangling_refs(items, lost)
+    diagnostics = recovery.diagnostics
+    if not any(x.is_error for x in diagnostics):
+        diagnostics.append(problem)
+    return items, diagnostics
+
+
+def _without_dangling_refs(items: list[TopItem], lost: set[str]) -> list[TopItem]:
+    """``items`` without those whose ``reply like``/``fallback like`` could name what a lost ``use``
+    line (an alias) or a lost named reply (a reply of this file) defined."""
+    aliases = {item.alias for item in items if isinstance(item, Use)}
+    replies = {item.name for item in items if isinstance(item, NamedReply)}
+
+    def dangling(ref: object) -> bool:
+        if not isinstance(ref, ReplyRef):
+            return False
+        if ref.alias is None:
+            return "reply" in lost and ref.name not in replies
+        return "use" in lost and ref.alias not in aliases
+
+    def keep(item: TopItem) -> bool:
+        if isinstance(item, Scenario):
+            return not any(dangling(step.reply) for step in item.steps)
+        if isinstance(item, Defaults):
+            return not dangling(item.fallback)
+        return True
+
+    return [item for item in items if keep(item)]
+
+
+def _parses(text: str) -> bool:
+    """Whether ``text`` parses with no error (no diagnosis when it does not)."""
+    try:
+        _items, problem = _treeless(build_parser()).parse(text + "\n", "")
+    except (LarkError, RecursionError):
+        return False
+    return problem is None
+
+
+def _keywords() -> frozenset[str]:
+    """The words of the language (`when`, `reply`, `latency`, …)."""
+    return frozenset(v for v in keyword_values(build_parser()).values() if v[:1].isalpha())
+
+
+def _scan(text: str) -> list[LineInfo]:
+    """Line facts for :class:`Recovery`, read with the grammar's own string and regex patterns."""
+    patterns = {t.name: re.compile(t.pattern.to_regexp()) for t in build_parser().terminals}
+    return scan(text, patterns["STRING"], patterns["LONG_STRING"], patterns["REGEX"])
 
 
 class _TreelessParser:
@@ -264,7 +323,7 @@ class _TreelessParser:
         )
         self.local = threading.local()
 
-    def parse(self, text: str, file: str) -> tuple[list[TopItem], SyntaxProblem | None]:
+    def parse(self, text: str, file: str, first_line: int = 1) -> tuple[list[TopItem], SyntaxProblem | None]:
         # The callbacks (bound to one transformer) cost more to build than a small file costs to parse,
         # so each thread keeps one set and resets the transformer (parsing never nests in a thread).
         state: tuple[ScriptTransformer, _LalrParser, _TrackedLexer] | None = getattr(self.local, "state", None)
@@ -277,7 +336,7 @@ class _TreelessParser:
             state = self.local.state = (transformer, _LalrParser(self.table, callbacks), lexer)
         transformer, lalr, lexer = state
         transformer.reset(file)
-        items: list[TopItem] = lalr.parse(LexerThread.from_text(lexer, text), self.start)
+        items: list[TopItem] = lalr.parse(_lexer_thread(lexer, text, first_line), self.start)
         return items, transformer.problem
 
 
@@ -302,6 +361,15 @@ class _TrackedLexer(Lexer):
         cursor.end = last
 
 
+def _lexer_thread(lexer: Lexer, text: str, first_line: int) -> LexerThread:
+    """Lexing ``text`` as if it began on line ``first_line`` (a block of a file, read on its own)."""
+    if first_line == 1:
+        return LexerThread.from_text(lexer, text)
+    counter = LineCounter("\n")  # type: ignore[no-untyped-call]
+    counter.line = first_line
+    return LexerThread(lexer, LexerState(TextSlice.cast_from(text), counter))
+
+
 _TREELESS: dict[int, _TreelessParser] = {}
 
 
@@ -313,27 +381,29 @@ def _treeless(parser: Lark) -> _TreelessParser:
         return fast
 
 
-def _parse_block(text: str, file: str) -> tuple[list[TopItem], d.Diagnostic | None]:
+def _parse_block(text: str, file: str, first_line: int = 1) -> tuple[list[TopItem], d.Diagnostic | None]:
+    """Parse ``text`` (a file, or a block of one that begins on line ``first_line``)."""
     parser = build_parser()
     text += "\n"
     try:
-        items, problem = _treeless(parser).parse(text, file)
+        items, problem = _treeless(parser).parse(text, file, first_line)
     except IndentationProblem as e:
         return [], d.error(e.code, e.message, Span.point(file, e.line, e.column), e.hint)
     except UnexpectedInput as e:
-        return [], _describe(e, text, file, parser)
+        return [], _describe(e, text, file, parser, first_line)
     except RecursionError:
-        return [], d.error("syntax", "this block is nested too deeply to read", Span.point(file, 1, 1))
+        return [], d.error("syntax", "this block is nested too deeply to read", Span.point(file, first_line, 1))
     if problem is not None:
         return [], d.error(problem.code, problem.message, problem.span, problem.hint)
     return items, None
 
 
-def _describe(e: UnexpectedInput, text: str, file: str, parser: Lark) -> d.Diagnostic:
+def _describe(e: UnexpectedInput, text: str, file: str, parser: Lark, first_line: int) -> d.Diagnostic:
     """The diagnostic for a parse error. The diagnosis reads the parser's stack as parse trees, so the
     block is parsed again by the tree-building parser (only broken blocks pay for it)."""
+    frontend = parser.parser
     try:
-        parser.parse(text)
+        frontend.parser.parse(_lexer_thread(frontend.lexer, text, first_line), parser.options.start[0])
     except UnexpectedInput as again:
         e = again
     except (IndentationProblem, RecursionError):

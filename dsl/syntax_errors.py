@@ -68,6 +68,32 @@ SYNONYMS: Mapping[str, tuple[str, str]] = {
     "retry-after": ("retry", "retry after"),
 }
 
+#: The first words of reply elements (what a step's `reply:` block holds).
+REPLY_ELEMENT_WORDS = frozenset(
+    {
+        "text",
+        "tool",
+        "thinking",
+        "refusal",
+        "finish",
+        "usage",
+        "stream",
+        "chunks",
+        "latency",
+        "error",
+        "retry",
+        "header",
+        "echo",
+        "status",
+        "body",
+        "disconnect",
+        "hang",
+        "interleave",
+    }
+)
+_NUMBERS = frozenset({"INT", "SIGNED_INT", "NUMBER"})
+_BARE_DURATION = re.compile(r"[0-9]+(?:\.[0-9]+)?(?![0-9A-Za-z_.])")
+
 _SUBJECT_KEYWORDS = (
     "provider",
     "endpoint",
@@ -615,11 +641,73 @@ def _unexpected_token(
         message = message.replace(f", found {found}", ", but the file ends here")
 
     hint_text = did_you_mean
-    if hint_text is None and known_keyword and tok.type == "NAME":
-        hint_text = f"`{word}` does not belong here; check the line's indentation and spelling"
+    if known_keyword and word in REPLY_ELEMENT_WORDS and ctx is not None and ctx[0] in _STEP_CONTEXTS:
+        hint_text = None  # `retry` in a step is a misplaced reply element, not a mistyped `reply`
+    glued = _glued_number(prev, tok)
+    if hint_text is None and glued is not None:
+        here = Span.point(file, prev.line or line, prev.column or column, len(glued))
+        message = message.replace(f", found {found}", f", found `{glued}`")
+        hint_text = _number_hint(text, prev, glued)
+    if hint_text is None and _glued_to_string(prev, tok):
+        hint_text = _QUOTE_HINT
+    if hint_text is None and tok.type in _NUMBERS and "DURATION" in accepts:
+        hint_text = f"a duration has a unit: write `{tok}ms` or `{tok}s`"
+    if hint_text is None and known_keyword and word is not None and tok.type == "NAME":
+        hint_text = _misplaced(word, ctx[0] if ctx else None, text, tok)
     if hint_text is None and tok.type == "NAME" and "STRING" in accepts:
         hint_text = f'strings are written in double quotes: `"{word}"`'
     return d.error("syntax", message, here, hint_text)
+
+
+_STEP_CONTEXTS = ("step line", "scenario line")
+_QUOTE_HINT = 'a `"` inside a string is written `\\"`'
+
+
+def _glued_number(prev: Any, tok: Token) -> str | None:
+    """``42x``: a number with letters stuck to it lexes as a number and a name."""
+    if tok.type != "NAME" or not isinstance(prev, Token) or prev.type not in _NUMBERS:
+        return None
+    if prev.end_pos is None or prev.end_pos != tok.start_pos:
+        return None
+    return f"{prev}{tok}"
+
+
+def _number_hint(text: str, prev: Token, glued: str) -> str:
+    line_start = text.rfind("\n", 0, prev.start_pos or 0) + 1
+    words = text[line_start : prev.start_pos].split()
+    if words[:1] == ["error"]:
+        return "the status is a whole number such as `429`"
+    if words[:1] == ["status"]:
+        return "the status is a whole number such as `503`"
+    return f"`{glued}` is not a number: write digits only, such as `{prev}`"
+
+
+def _glued_to_string(prev: Any, tok: Token) -> bool:
+    """``"say "hi""``: a string followed, with no space, by more of what was meant as the string."""
+    return (
+        isinstance(prev, Token)
+        and prev.type == "STRING"
+        and tok.type not in ("_NL", "_INDENT", "_DEDENT", "$END")
+        and prev.end_pos is not None
+        and prev.end_pos == tok.start_pos
+    )
+
+
+def _misplaced(word: str, context: str | None, text: str, tok: Token) -> str:
+    """The hint for a keyword of the language found where it does not belong."""
+    if word in REPLY_ELEMENT_WORDS and context in _STEP_CONTEXTS:
+        where = "the step's" if context == "step line" else "a step's"
+        hint = f"`{word}` is a reply element: it goes inside {where} `reply:` block"
+        if word in ("latency", "retry"):
+            rest = text[tok.end_pos or 0 :].split("\n", 1)[0].strip()
+            if word == "retry":
+                rest = rest.removeprefix("after").strip()
+            bare = _BARE_DURATION.match(rest)
+            if bare:
+                unit = "s" if word == "retry" else "ms"
+                hint += f" (and a duration has a unit: `{bare.group()}{unit}`)"
+        return hint
+    return f"`{word}` does not belong here; check the line's indentation and spelling"
 
 
 def _json_error(
@@ -640,7 +728,9 @@ def _json_error(
             "syntax", f"invalid JSON: this `{bracket}` is never closed", where, f"add the closing `{closer}`"
         )
     hint: str | None = None
-    if tok.type in ("RBRACE", "RSQB") and isinstance(prev, Token) and prev.type == "COMMA":
+    if _glued_to_string(prev, tok):
+        hint = _QUOTE_HINT
+    elif tok.type in ("RBRACE", "RSQB") and isinstance(prev, Token) and prev.type == "COMMA":
         hint = "JSON allows no comma after the last item; remove it"
     elif tok.type == "NAME":
         word = str(tok)

@@ -135,7 +135,7 @@ def test_mistakes_are_reported_in_the_users_words(line: str, message: str, hint:
     assert d.span.line == 5
     if hint is not None:
         assert d.hint == hint
-    assert tree is not None and [s.name for s in tree.scenarios] == ["t"]  # the good block still parses
+    assert tree is not None and [s.name for s in tree.scenarios] == ["s", "t"]  # the good block still parses
 
 
 def test_defaults_cannot_hold_it() -> None:

@@ -503,8 +503,10 @@ def test_each_broken_block_reports_and_good_blocks_still_parse() -> None:
     )
     tree, diagnostics = parse_text(text, FILE)
     assert tree is not None
-    assert [s.name for s in tree.scenarios] == ["good"]
-    assert tree.scenarios[0].span.line == 7
+    # the broken scenarios keep what parses (their real names and spans), the broken lines left out
+    assert [s.name for s in tree.scenarios] == ["broken one", "good", "broken two"]
+    assert [s.span.line for s in tree.scenarios] == [1, 7, 14]
+    assert tree.scenarios[0].steps[0].conditions == ()
     assert [r.name for r in tree.replies] == ["canned"]
     assert [(d.code, d.span.line, d.span.column) for d in diagnostics] == [("syntax", 4, 19), ("syntax", 17, 13)]
 

@@ -59,7 +59,12 @@ def test_two_broken_scenarios_are_reported_in_one_run() -> None:
     text = (DIAGNOSTICS_DIR / "syntax_two_broken_scenarios.mockllm").read_text(encoding="utf-8")
     tree, diagnostics = parse_text(text, "two.mockllm")
     assert [(d.span.line, d.hint) for d in diagnostics] == [(5, "did you mean `is`?"), (15, "did you mean `text`?")]
-    assert tree is not None and [s.name for s in tree.scenarios] == ["Fine"]
+    # the broken scenarios keep the parts that parse: "First" without its broken condition, "Second"
+    # with `echo` standing in for its broken reply block
+    assert tree is not None and [s.name for s in tree.scenarios] == ["First", "Fine", "Second"]
+    first, _fine, second = tree.scenarios
+    assert [s.name for s in first.steps] == ["ask"] and first.steps[0].conditions == ()
+    assert second.steps[0].reply is not None and [type(e).__name__ for e in second.steps[0].reply.elements] == ["Echo"]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -72,8 +72,8 @@ def test_a_parse_error_after_a_bad_escape_in_the_same_block_is_what_is_reported(
     hide a parse error later in the same block, as it would not when parsing came first."""
     source = 'reply r:\n    text "bad \\q escape"\n    txt "x"\n'
     _, diagnostics = parse_text(source, "e.mockllm")
-    assert [(d.span.line, d.span.column) for d in diagnostics] == [(3, 5)]
-    assert "txt" in diagnostics[0].message or "did you mean" in (diagnostics[0].hint or "")
+    assert [(d.span.line, d.span.column) for d in diagnostics] == [(2, 15), (3, 5)]
+    assert "txt" in diagnostics[1].message or "did you mean" in (diagnostics[1].hint or "")
     _, diagnostics = parse_text('reply r:\n    text "bad \\q escape"\n    text "x"\n', "e.mockllm")
     assert [(d.span.line, d.span.column, d.message) for d in diagnostics] == [
         (2, 15, "unknown escape `\\q` in a string")
