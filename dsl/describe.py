@@ -24,7 +24,7 @@ _SUBJECT_WORDS = {
     "turn": "turn",
 }
 
-_OP_WORDS = {
+OP_WORDS = {
     "is": "is",
     "is_not": "is not",
     "contains": "contains",
@@ -42,13 +42,14 @@ _OP_WORDS = {
 }
 
 
-def quote(s: str) -> str:
-    """A string literal: double quotes, with \\\\, \\", \\n, \\t and control characters escaped."""
-    out = ['"']
+def escape(s: str, *, quotes: bool = True) -> str:
+    """``s`` with \\\\, \\n, \\t and control characters escaped, and \\" too unless ``quotes`` is false
+    (in a triple-quoted string a quote stays as it is)."""
+    out = []
     for ch in s:
         if ch == "\\":
             out.append("\\\\")
-        elif ch == '"':
+        elif ch == '"' and quotes:
             out.append('\\"')
         elif ch == "\n":
             out.append("\\n")
@@ -58,8 +59,12 @@ def quote(s: str) -> str:
             out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
-    out.append('"')
     return "".join(out)
+
+
+def quote(s: str) -> str:
+    """A string literal: double quotes, with \\\\, \\", \\n, \\t and control characters escaped."""
+    return f'"{escape(s)}"'
 
 
 def value(v: Any) -> str:
@@ -95,7 +100,7 @@ def subject(s: Subject) -> str:
 
 
 def predicate(p: Predicate, subj: Subject | None = None) -> str:
-    words = _OP_WORDS[p.op]
+    words = OP_WORDS[p.op]
     if p.op in ("present", "absent", "error"):
         return words
     if (

@@ -45,20 +45,7 @@ def string_literal(s: str, indent: str = "") -> str:
 
 
 def _long_literal(s: str, inner: str) -> str | None:
-    def escape(line: str) -> str:
-        out = []
-        for ch in line:
-            if ch == "\\":
-                out.append("\\\\")
-            elif ch == "\t":
-                out.append("\\t")
-            elif ord(ch) < 0x20:
-                out.append(f"\\u{ord(ch):04x}")
-            else:
-                out.append(ch)
-        return "".join(out)
-
-    body = "\n".join(inner + escape(line) if line else "" for line in s.split("\n"))
+    body = "\n".join(inner + describe.escape(line, quotes=False) if line else "" for line in s.split("\n"))
     literal = f'"""\n{body}\n{inner}"""'
     if not _LONG_STRING.match(literal):
         return None

@@ -218,15 +218,21 @@ def _object(v: Any, what: str) -> dict[str, Any]:
     return v
 
 
+def _only_keys(d: dict[str, Any], allowed: tuple[str, ...], required: str, where: str = "") -> None:
+    """Reject a key of ``d`` that is not ``allowed`` (``where`` ends the message: " in a regex"), then
+    a missing ``required`` key."""
+    for key in d:
+        if key not in allowed:
+            raise _Bad(f'unknown key "{key}"{where}{_suggest(key, allowed)}', key)
+    if required not in d:
+        raise _Bad(f'missing required key "{required}"')
+
+
 def _regex_in(v: Any, _: Any) -> n.Regex:
     if isinstance(v, str):
         raise _Bad(f'expected a regex object such as {{"regex": {_show(v)}, "flags": ""}}')
     d = _object(v, "a regex")
-    for key in d:
-        if key not in ("regex", "flags"):
-            raise _Bad(f'unknown key "{key}" in a regex{_suggest(key, ("regex", "flags"))}', key)
-    if "regex" not in d:
-        raise _Bad('missing required key "regex"')
+    _only_keys(d, ("regex", "flags"), "regex", " in a regex")
     pattern = _str(d["regex"], None)
     flags = _str(d.get("flags", ""), None)
     if any(f not in "imsx" for f in flags) or len(set(flags)) != len(flags):
@@ -374,11 +380,7 @@ def _tagged(v: Any, table: dict[str, type], what: str) -> tuple[type, dict[str, 
 def _predicate(conv: cattrs.Converter) -> Callable[[Any, Any], n.Predicate]:
     def structure(v: Any, _: Any) -> n.Predicate:
         d = _object(v, "a predicate")
-        for key in d:
-            if key not in ("op", "value"):
-                raise _Bad(f'unknown key "{key}"{_suggest(key, ("op", "value"))}', key)
-        if "op" not in d:
-            raise _Bad('missing required key "op"')
+        _only_keys(d, ("op", "value"), "op")
         try:
             op = _literal(d["op"], n.PredicateOp)
         except _Bad as exc:
