@@ -191,36 +191,74 @@ async def _serve_hypercorn(app: Starlette, sock: socket.socket, trigger: Callabl
     )
 
 
-def serve(app: Starlette, sock: socket.socket, server: str) -> int:
+def serve(app: Starlette, sock: socket.socket, server: str, loop: str | None = None) -> int:
+    """Serve ``app`` as `mockllm serve` does: through mockllm's own runner functions (the same server
+    settings and event loop), falling back to equivalent settings when they cannot be imported."""
+    try:
+        runner = importlib.import_module("mockllm.server.runner")
+    except ImportError:
+        runner = None
+    chosen = loop or ("uvloop" if server == "uvicorn" else "asyncio")
+    factory: Callable[[], asyncio.AbstractEventLoop] | None = None
+    if chosen == "uvloop":
+        try:
+            factory = importlib.import_module("uvloop").new_event_loop
+        except ImportError:
+            print("baseline: uvloop is not installed", file=sys.stderr)
+            return 2
     if server == "uvicorn":
         try:
-            uvicorn = importlib.import_module("uvicorn")
-            importlib.import_module("uvloop")
+            importlib.import_module("uvicorn")
             importlib.import_module("httptools")
         except ImportError:
             print("baseline: uvicorn with uvloop and httptools is not installed", file=sys.stderr)
             return 2
-        config = uvicorn.Config(
-            app, loop="uvloop", http="httptools", lifespan="off", log_level="warning", timeout_graceful_shutdown=1
-        )
-        uvicorn.Server(config).run(sockets=[sock])
-        return 0
 
     async def main() -> None:
-        loop = asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
+                running.add_signal_handler(sig, stop.set)
 
         async def trigger() -> None:
             await stop.wait()
 
-        await _serve_hypercorn(app, sock, trigger)
+        if server == "uvicorn":
+            if runner is not None and hasattr(runner, "serve_uvicorn"):
+                await runner.serve_uvicorn(app, sock, trigger)
+            else:
+                await _serve_uvicorn(app, sock, trigger)
+        else:
+            await _serve_hypercorn(app, sock, trigger)
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=factory) as run:
+        run.run(main())
     return 0
+
+
+async def _serve_uvicorn(app: Starlette, sock: socket.socket, trigger: Callable[[], Awaitable[None]]) -> None:
+    uvicorn = importlib.import_module("uvicorn")
+    config = uvicorn.Config(
+        app,
+        http="httptools",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=1,
+        timeout_keep_alive=75,
+    )
+    server = uvicorn.Server(config)
+
+    async def stop() -> None:
+        await trigger()
+        server.should_exit = True
+
+    watcher = asyncio.ensure_future(stop())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        watcher.cancel()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -228,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--server", choices=("hypercorn", "uvicorn"), default="hypercorn")
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default=None, help="default: as `mockllm serve`")
     parser.add_argument("--reply", type=Path, default=DEFAULT_REPLY, help="the non-streamed JSON body to return")
     parser.add_argument("--stream", type=Path, default=DEFAULT_STREAM, help="the SSE body to stream")
     parser.add_argument("--timed", type=Path, default=DEFAULT_TIMED, help="the SSE body of the timed stream")
@@ -248,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(f"baseline listening on http://{args.host}:{sock.getsockname()[1]}", flush=True)
     try:
-        return serve(app, sock, args.server)
+        return serve(app, sock, args.server, args.loop)
     finally:
         sock.close()
 

@@ -173,9 +173,13 @@ class Client:
         return not close
 
 
-async def worker(client: Client, result: Result, start: float, stop: float, budget: list[int]) -> None:
+async def worker(
+    client: Client, result: Result, start: float, stop: float, budget: list[int], delay: float = 0.0
+) -> None:
     reader: asyncio.StreamReader | None = None
     writer: asyncio.StreamWriter | None = None
+    if delay > 0:
+        await asyncio.sleep(delay)
     try:
         while True:
             now = time.perf_counter()
@@ -211,7 +215,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     duration = args.duration if args.requests is None else args.timeout
     stop = start + duration
     budget = [args.requests if args.requests is not None else -1]
-    tasks = [asyncio.create_task(worker(client, result, start, stop, budget)) for _ in range(args.concurrency)]
+    # --stagger S: connection i sends its first request i/N of S after the start, so N streams with the
+    # same script are spread over its cycle instead of all waking at the same instant.
+    spread = max(0.0, args.stagger_ms) / 1000
+    tasks = [
+        asyncio.create_task(worker(client, result, start, stop, budget, spread * i / args.concurrency))
+        for i in range(args.concurrency)
+    ]
     await asyncio.gather(*tasks)
     ended = time.perf_counter()
     elapsed = (min(ended, stop) if args.requests is None else ended) - start
@@ -247,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="longest run with --requests")
     parser.add_argument("--warmup", type=float, default=0.3, help="seconds of load before measuring")
     parser.add_argument("--stream", action="store_true", help="count SSE events in the responses")
+    parser.add_argument(
+        "--stagger-ms", type=float, default=0.0, help="spread the connections' first requests over this long"
+    )
     parser.add_argument("--expect-latency-ms", type=float, default=None)
     parser.add_argument("--expect-interval-ms", type=float, default=None)
     parser.add_argument("--cpu", type=int, default=None, help="pin this process to this core")

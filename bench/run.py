@@ -55,6 +55,18 @@ STREAM_BODY = {**CHAT_BODY, "stream": True}
 TIMED_BODY = {"model": "bench-timed", "stream": True, "messages": [{"role": "user", "content": "Hello, benchmark"}]}
 TIMED_LATENCY_MS = 50.0  # bench/scenarios/timed.mockllm: `latency 50ms`
 TIMED_INTERVAL_MS = 20.0  # and `stream 5 chunks, 20ms apart`
+# One cycle of the timed script (latency, then 4 gaps): row 5 spreads its 64 connections' first requests
+# over it, as independent clients would be, instead of starting all 64 in the same instant.
+TIMED_STAGGER_MS = TIMED_LATENCY_MS + 4 * TIMED_INTERVAL_MS
+SERVER_KINDS = ("hypercorn", "uvicorn", "hypercorn-uvloop")
+# `mockllm serve` with an event loop of our choice (the CLI has no --loop flag): Hypercorn on uvloop.
+SERVE_WITH_LOOP = """
+import argparse, sys
+from mockllm.server.runner import serve_command
+server, loop, *paths = sys.argv[1:]
+args = argparse.Namespace(paths=paths, host="127.0.0.1", port=0, no_auth=True, server=server, loop=loop)
+sys.exit(serve_command(args))
+"""
 RATIO_TARGET = 0.8
 MATCH_TARGET = 2.0
 CHECK_TARGET_S = 1.0
@@ -291,6 +303,7 @@ def load(
         argv.append("--stream")
     if timed:
         argv += ["--expect-latency-ms", str(TIMED_LATENCY_MS), "--expect-interval-ms", str(TIMED_INTERVAL_MS)]
+        argv += ["--stagger-ms", str(TIMED_STAGGER_MS)]
     if place.load_cpu is not None:
         argv += ["--cpu", str(place.load_cpu)]
     try:
@@ -399,8 +412,13 @@ def uvicorn_installed() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("uvicorn", "uvloop", "httptools"))
 
 
+def uvloop_installed() -> bool:
+    return importlib.util.find_spec("uvloop") is not None
+
+
 def http_rows(kind: str, mode: Mode, place: Placement, workdir: Path, only: set[str]) -> list[Row]:
-    """Rows 1, 2 and 5 (those in ``only``) on one server kind (hypercorn or uvicorn)."""
+    """Rows 1, 2 and 5 (those in ``only``) on one server kind: hypercorn, uvicorn (the `fast` extra), or
+    hypercorn-uvloop (Hypercorn on the uvloop event loop, what its ``uvloop`` worker class runs)."""
     what1 = "non-streaming chat requests/s"
     what2 = "streamed chunks/s"
     what5a = "injected latency error (`latency 50ms`), p50 / p99"
@@ -408,14 +426,21 @@ def http_rows(kind: str, mode: Mode, place: Placement, workdir: Path, only: set[
     ratio_target = f"≥ {RATIO_TARGET}×"
     timing_target = f"p99 ≤ {TIMING_TARGET_MS:g} ms"
     settings1 = [f"{kind}, c={c}" for c in mode.concurrencies]
-    if kind == "uvicorn" and not uvicorn_installed():
-        note = "not installed: uvicorn with uvloop and httptools (the `fast` path) is not in this environment"
+    missing = (kind == "uvicorn" and not uvicorn_installed()) or (kind == "hypercorn-uvloop" and not uvloop_installed())
+    if missing:
+        what = "uvicorn with uvloop and httptools (the `fast` path)" if kind == "uvicorn" else "uvloop"
+        note = f"not installed: {what} is not in this environment"
         return [
             Row("1", what1, f"{kind}, c=1/16/64", ratio_target, note),
             Row("2", what2, f"{kind}, c=1/16/64", ratio_target, note),
         ]
 
-    mock_argv = [PY, "-m", "mockllm", "serve", "--port", "0", "--no-auth", "--server", kind]
+    if kind == "hypercorn-uvloop":
+        mock_argv = [PY, "-c", SERVE_WITH_LOOP, "hypercorn", "uvloop"]
+        server_args = ["--server", "hypercorn", "--loop", "uvloop"]
+    else:
+        mock_argv = [PY, "-m", "mockllm", "serve", "--port", "0", "--no-auth", "--server", kind]
+        server_args = ["--server", kind]
     mock = Server(f"mockllm-{kind}", [*mock_argv, str(CHAT_SCRIPT)], place.server_cpus, workdir)
     mock_timed = Server(f"mockllm-timed-{kind}", [*mock_argv, str(TIMED_SCRIPT)], place.server_cpus, workdir)
     reason: str | None = None
@@ -444,7 +469,7 @@ def http_rows(kind: str, mode: Mode, place: Placement, workdir: Path, only: set[
                 canned.update(capture_canned(mock_timed.url, [("timed", TIMED_BODY, "timed.sse")], workdir))
             except ServerFailed as exc:
                 timed_reason = str(exc)
-        base_argv = [PY, str(BASELINE), "--port", "0", "--server", kind]
+        base_argv = [PY, str(BASELINE), "--port", "0", *server_args]
         for key in ("reply", "stream", "timed"):
             if key in canned:
                 base_argv += [f"--{key}", str(canned[key])]
@@ -472,7 +497,7 @@ def http_rows(kind: str, mode: Mode, place: Placement, workdir: Path, only: set[
         progress(f"{kind}: row 5, timing at 64 concurrent streams")
         timed_url = mock_timed.url if timed_reason is None else None
         pairs = alternate(base.url, timed_url, TIMED_BODY, 64, mode, place, stream=True, timed=True)
-        setting = f"{kind}, c=64, errors measured by the client"
+        setting = f"{kind}, c=64, first requests spread over {TIMED_STAGGER_MS:g} ms; errors measured by the client"
         rows.append(timing_row("5", what5a, setting, pairs, "latency_error_ms", timing_target, timed_reason))
         rows.append(timing_row("5", what5b, setting, pairs, "spacing_error_ms", timing_target, timed_reason))
     except LoadFailed as exc:
@@ -506,12 +531,17 @@ def timing_row(num: str, what: str, setting: str, pairs: Pairs, key: str, target
     if failure is not None or mock is None:
         return unavailable(num, what, setting, target, f"mockllm: {failure or 'no samples'}", baseline=baseline)
     ratio = fmt_ratio(mock[1] / base[1]) + " (p99)" if base is not None and base[1] > 0 else "—"
+    result = verdict(mock[1] <= TIMING_TARGET_MS)
+    if mock[1] > TIMING_TARGET_MS and base is not None and base[1] > TIMING_TARGET_MS:
+        # The bare route (asyncio.sleep on the same server, same load) misses it too: the error is the
+        # machine's scheduling, not mockllm's timing; say so rather than blame mockllm.
+        result += f" (the bare baseline misses it too: {base[1]:.1f} ms p99 on the same server under the same load)"
     return Row(
         num,
         what,
         setting,
         target,
-        verdict(mock[1] <= TIMING_TARGET_MS),
+        result,
         mockllm=show(mock, pairs.mockllm),
         baseline=baseline,
         ratio=ratio,
@@ -917,7 +947,10 @@ METHOD = """\
 
 - **Rows 1 and 2.** `mockllm serve bench/scenarios/chat.mockllm --port 0 --no-auth` and
   `bench/baseline_app.py` (one bare Starlette route) run side by side on the same ASGI server with
-  the same settings (the baseline serves through mockllm's own `serve_hypercorn`). Before the runs
+  the same settings and event loop (the baseline serves through mockllm's own `serve_hypercorn` /
+  `serve_uvicorn`). Servers: `hypercorn` (the default), `uvicorn` (`--server uvicorn`, the `fast`
+  extra: httptools on uvloop) and, with `--server all`, `hypercorn-uvloop` (Hypercorn on the uvloop
+  event loop, what Hypercorn's own `uvloop` worker class runs; a trial, not a CLI option). Before the runs
   `bench/run.py` captures mockllm's replies to the benchmark request, and the baseline sends back the
   same bytes: `JSONResponse` of the same chat completion (fresh `id` and `created`), or the same SSE
   events serialised with `json.dumps` and streamed one body message per event, with the same extra
@@ -935,10 +968,44 @@ METHOD = """\
   concurrent streams. The client records when each response head and each content event arrives:
   latency error = head arrival − send − 50 ms; spacing error = |arrival of content event k − arrival
   of content event 0 − k × 20 ms|. The baseline route sleeps and spaces the same events with asyncio,
-  which shows what the machine itself adds.
+  which shows what the machine itself adds. The 64 connections' first requests are spread over one
+  cycle of the script (130 ms), as 64 independent clients would be: started in the same instant, all
+  64 streams stayed in lock-step, so every timer fired in the same millisecond and the last of 64
+  queued writes was measured as "error" -- the bare baseline showed a 24 ms p99 that way, a
+  measurement of the burst, not of either server's timing. When mockllm misses the target and the
+  bare baseline misses it too under the same load, the row says so: the error then comes from the
+  server and the machine (Hypercorn's per-write cost at ~470 streams/s on one core shared with other
+  processes; asyncio wakes timers up to 1 ms late), not from mockllm's scheduling. What closes it:
+  `--server uvicorn` (its rows are in the same table), fewer streams per core, or a quiet machine.
 - **Row 6.** One `Engine` with `max_conversations` at the bound, fed requests whose first user message
   is distinct (so each opens a conversation); resident set size growth after `gc.collect()`, at each
   checkpoint. The value must stay under the target at the bound and flat past it.
+
+## What keeps the serving path fast
+
+Profiled with py-spy (server under `bench/load.py`) and cProfile/pyinstrument on the ASGI app
+in-process. What each change removed:
+
+- **Chat routes skip Starlette.** A `POST` to a chat path goes straight from the ASGI entry to its
+  endpoint, which reads the body, drains what it leaves unread (413) and answers its own errors; the
+  middleware stack (three layers and their per-request closures) and the route scan run only for
+  everything else.
+- **Static replies are planned once.** A reply without templates or echo is rendered, split for
+  streaming and its output tokens estimated once per step; per request only the model, the prompt
+  estimate and the tool-call keys are filled in (and an identical plan is reused). The template
+  environment is not built for such replies.
+- **The OpenAI completion body is assembled, not encoded.** Its fixed parts are written once; only
+  its strings go through the JSON encoder (byte-identical to `json.dumps` of the payload: a property
+  test checks it). Shared JSON encoder and decoder instead of one built per call.
+- **No per-request work that can be shared or skipped.** Field paths for parse errors are built only
+  on error and cached; header names are validated once; the disconnect watcher task starts only for
+  replies that take time (latency, spaced streams, hangs); ids come from a seeded PRNG instead of
+  `uuid4` system calls; the journal is not rewritten when the delivery changes nothing in it.
+- **Streams without spacing are one write** (the same bytes, one body message instead of one per
+  event); spaced streams join the frames due at the same instant (5 writes instead of 8 for the timed
+  script).
+- **Latency counts from the request's arrival**, so reading, matching and rendering time is part of
+  the scripted latency instead of added to it.
 
 Targets come from the server spec, §8. Timed unit tests never assert these numbers; this suite does
 not fail on a missed target, it reports it.
@@ -974,7 +1041,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="where to write the Markdown (default: docs/performance.md; none with --smoke)",
     )
-    parser.add_argument("--server", choices=("hypercorn", "uvicorn", "both"), default="both")
+    parser.add_argument(
+        "--server",
+        choices=(*SERVER_KINDS, "both", "all"),
+        default="both",
+        help="both: hypercorn and uvicorn; all: also hypercorn-uvloop",
+    )
     parser.add_argument("--repeats", type=int, default=None, help="alternating pairs per figure (default 3; smoke 1)")
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 3; smoke 0.3)")
     parser.add_argument(
@@ -1016,7 +1088,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = load_average()
     only = {part.strip() for part in args.only.split(",")}
     place = placement()
-    servers = ["hypercorn", "uvicorn"] if args.server == "both" else [args.server]
+    kinds = {"both": ["hypercorn", "uvicorn"], "all": list(SERVER_KINDS)}
+    servers = kinds.get(args.server, [args.server])
     out: Path | None = args.out if args.out is not None else (None if args.smoke else ROOT / "docs" / "performance.md")
     progress(place.note)
     rows: list[Row] = []

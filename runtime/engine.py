@@ -33,7 +33,7 @@ from mockllm.runtime.journal import Journal, JournalEntry
 from mockllm.runtime.nomatch import MachineView, build_report, position_name
 from mockllm.runtime.outcome import NoMatchReport, Outcome
 from mockllm.runtime.plan import Plan
-from mockllm.runtime.planner import plan_reply
+from mockllm.runtime.planner import needs_call_offset, needs_env, plan_reply
 from mockllm.runtime.request import ChatRequest, Message, ToolCall, resolve_tool_names
 
 ECHO_BLOCK = ReplyBlock((Echo(),))
@@ -138,12 +138,14 @@ class _StepIndex:
 class _Loaded:
     """A library with what the engine precomputes for it; replaced as a whole on load."""
 
-    __slots__ = ("by_predecessor", "generations", "index", "initial", "library")
+    __slots__ = ("by_predecessor", "generations", "index", "initial", "library", "locations")
 
     def __init__(self, library: CompiledLibrary, generations: tuple[int, ...]) -> None:
         self.library = library
         self.generations = generations
         self.initial = tuple(MachineState(g) for g in generations)
+        # each step's "file:line:col" for the journal, formatted once instead of per request
+        self.locations = tuple(tuple(_location(s.span) for s in m.steps) for m in library.machines)
         by_pred: list[dict[int, tuple[int, ...]] | None] = []
         for m in library.machines:
             if m.order_any:
@@ -198,7 +200,15 @@ def _location(span: Span) -> str:
     return span.location()
 
 
-def _env(chat: ChatRequest, machine: Machine | None, captures: Mapping[str, str]) -> dict[str, str]:
+_NO_ENV: Mapping[str, str] = {}
+
+
+def _env(
+    block: ReplyBlock, chat: ChatRequest, machine: Machine | None, captures: Mapping[str, str]
+) -> Mapping[str, str]:
+    """The template variables of a reply (nothing for a block without templates, which reads none)."""
+    if not needs_env(block):
+        return _NO_ENV
     env: dict[str, str] = {}
     if machine is not None:
         for let in machine.lets:
@@ -213,8 +223,21 @@ def _env(chat: ChatRequest, machine: Machine | None, captures: Mapping[str, str]
     return env
 
 
+def _where(where: str | tuple[Machine, CompiledStep]) -> str:
+    """A reply's place for messages (built only when a message needs it)."""
+    if isinstance(where, str):
+        return where
+    machine, step = where
+    return f'scenario "{machine.name}", step `{step.name}` ({_location(step.span)})'
+
+
 def _call_offset(chat: ChatRequest) -> int:
     return sum(len(m.tool_calls) for m in chat.messages)
+
+
+def journal_status(plan: Plan | None) -> int:
+    """The status a journal entry records when the engine plans ``plan`` (before it is sent)."""
+    return _status(plan)
 
 
 def _status(plan: Plan | None) -> int:
@@ -320,20 +343,23 @@ class Engine:
                     steps = [i for i in loaded.eligible(mi, state) if i in allowed]
             for idx in steps:
                 step = machine.steps[idx]
-                if not all(holds(c, chat) for c in step.conditions):
-                    continue
-                taken: dict[str, str] = {}
-                for cap in step.captures:
-                    value = capture(cap, chat)
-                    if value is None:
+                for c in step.conditions:  # a plain loop: no generator per step tried
+                    if not holds(c, chat):
                         break
-                    taken[cap.name] = value
                 else:
-                    captures = state.captured()
-                    captures.update(taken)
-                    if commit:
-                        conv.set_state(machine.name, state.advance(idx, step.max_uses, captures))
-                    return _Selection(machine, mi, step, captures)
+                    taken: dict[str, str] = {}
+                    for cap in step.captures:
+                        value = capture(cap, chat)
+                        if value is None:
+                            break
+                        taken[cap.name] = value
+                    else:
+                        captures = state.captured()
+                        if taken:
+                            captures.update(taken)
+                        if commit:
+                            conv.set_state(machine.name, state.advance(idx, step.max_uses, captures))
+                        return _Selection(machine, mi, step, captures)
         if not report:
             return _Selection()
         views = []
@@ -343,12 +369,13 @@ class Engine:
         return _Selection(report=build_report(chat, conv.key, views))
 
     def _plan(
-        self, block: ReplyBlock, chat: ChatRequest, env: Mapping[str, str], where: str
+        self, block: ReplyBlock, chat: ChatRequest, env: Mapping[str, str], where: str | tuple[Machine, CompiledStep]
     ) -> tuple[Plan, str | None]:
         try:
-            return plan_reply(block, chat, env, call_offset=_call_offset(chat)), None
+            offset = _call_offset(chat) if needs_call_offset(block) else 0
+            return plan_reply(block, chat, env, call_offset=offset), None
         except Exception as exc:  # a reply that cannot be built must not crash the server
-            message = f"mockllm: could not build the reply of {where}: {exc}"
+            message = f"mockllm: could not build the reply of {_where(where)}: {exc}"
             return Plan(model=chat.model, error_status=500, error_message=message), message
 
     def _decide(
@@ -356,22 +383,21 @@ class Engine:
     ) -> tuple[Plan | None, str | None, str | None]:
         """The plan for a selection, the expectation failure if any, and a note for the journal."""
         if sel.echo:
-            plan, note = self._plan(ECHO_BLOCK, chat, _env(chat, None, {}), "the echo responder")
+            plan, note = self._plan(ECHO_BLOCK, chat, _env(ECHO_BLOCK, chat, None, {}), "the echo responder")
             return plan, None, note
         if sel.step is not None and sel.machine is not None:
             step, machine = sel.step, sel.machine
-            where = f'scenario "{machine.name}", step `{step.name}` ({_location(step.span)})'
             for cond in step.expects:
                 ok, seen = evaluate(cond, chat)
                 if not ok:
-                    failure = f"{describe.condition(cond)} — seen {seen} — in {where}"
+                    failure = f"{describe.condition(cond)} — seen {seen} — in {_where((machine, step))}"
                     message = f"{EXPECTATION_PREFIX}: {failure}"
                     return Plan(model=chat.model, error_status=400, error_message=message), failure, None
-            plan, note = self._plan(step.reply, chat, _env(chat, machine, sel.captures), where)
+            plan, note = self._plan(step.reply, chat, _env(step.reply, chat, machine, sel.captures), (machine, step))
             return plan, None, note
         fallback = loaded.library.fallback if loaded is not None else None
         if fallback is not None:
-            plan, note = self._plan(fallback, chat, _env(chat, None, {}), "the fallback")
+            plan, note = self._plan(fallback, chat, _env(fallback, chat, None, {}), "the fallback")
             return plan, None, note
         return None, None, None
 
@@ -392,11 +418,20 @@ class Engine:
                 sel = self._select(loaded, conv, chat, commit=True, report=want_report)
             plan, failure, note = self._decide(loaded, chat, sel)
         fallback = loaded is not None and sel.step is None and missing is None and plan is not None
+        machine, step = sel.machine, sel.step
+        used: tuple[str, int, int] | None = None
+        location: str | None = None
+        if step is not None and machine is not None and loaded is not None:
+            used = (machine.name, loaded.generations[sel.machine_index], step.index)
+            location = loaded.locations[sel.machine_index][step.index]
         with self._lock:
             self._issued += 1
             response_id = hashlib.sha256(f"mockllm-response-{self._issued}".encode()).hexdigest()[:24]
-            if sel.step is not None and sel.machine is not None and loaded is not None:
-                self._used.add((sel.machine.name, loaded.generations[sel.machine_index], sel.step.index))
+            if used is not None:
+                self._used.add(used)
+        scenario = machine.name if machine is not None else None
+        step_name = step.name if step is not None else None
+        no_match = sel.report if plan is None else None
         entry_id = self._journal.next_id()
         self._journal.add(
             JournalEntry(
@@ -408,12 +443,12 @@ class Engine:
                 model=chat.model,
                 stream=chat.stream,
                 status=_status(plan),
-                scenario=sel.machine.name if sel.machine is not None else None,
-                step=sel.step.name if sel.step is not None else None,
-                location=_location(sel.step.span) if sel.step is not None else None,
+                scenario=scenario,
+                step=step_name,
+                location=location,
                 fallback=fallback,
                 echo=sel.echo,
-                no_match=sel.report if plan is None else None,
+                no_match=no_match,
                 expectation_failed=failure,
                 response_id=response_id,
                 note=note,
@@ -425,11 +460,11 @@ class Engine:
             conversation=key,
             entry_id=entry_id,
             plan=plan,
-            scenario=sel.machine.name if sel.machine is not None else None,
-            step=sel.step.name if sel.step is not None else None,
-            step_span=sel.step.span if sel.step is not None else NO_SPAN,
+            scenario=scenario,
+            step=step_name,
+            step_span=step.span if step is not None else NO_SPAN,
             fallback=fallback,
-            no_match=sel.report if plan is None else None,
+            no_match=no_match,
             expectation_failed=failure,
             response_id=response_id,
         )
@@ -530,4 +565,4 @@ class Engine:
         }
 
 
-__all__ = ["EXPECTATION_PREFIX", "START", "Engine"]
+__all__ = ["EXPECTATION_PREFIX", "START", "Engine", "journal_status"]

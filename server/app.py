@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import uuid
+import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -21,14 +21,16 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mockllm.runtime.engine import journal_status
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.common import LowerCaseHeaders
 from mockllm.runtime.request import HttpRequest, Provider
 from mockllm.server.admin import ADMIN_PREFIX, admin_mount
 from mockllm.server.options import ServerOptions
 from mockllm.server.responder import Delivery, deliver, header_bytes, send_whole
 from mockllm.server.routes import GEMINI_METHODS, ROUTES, RouteSpec, adapter_for, provider_for
 from mockllm.server.routes import split_model_path as _split
-from mockllm.server.streaming import Channel
+from mockllm.server.streaming import DRAIN_CAP, Channel
 
 if TYPE_CHECKING:
     from mockllm.runtime.engine import Engine
@@ -36,7 +38,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockllm.server")
 
 _GLOB_CHARS = frozenset("*?[")
-_DRAIN_CAP = 256 * 1024 * 1024  # unread request bodies are dropped up to this, then the connection closes
+_DRAIN_CAP = DRAIN_CAP  # unread request bodies are dropped up to this, then the connection closes
+_random = random.Random()  # ids need to be unique, not secret: no system call per id (seeded from urandom)
+
+
+def _hex(digits: int) -> str:
+    return f"{_random.getrandbits(4 * digits):0{digits}x}"
 
 
 class ServerState:
@@ -61,12 +68,8 @@ class ServerState:
         return self._adapters.get(provider) or adapter_for(provider)
 
     def context(self, response_id: str | None = None) -> RenderContext:
-        rid = response_id or f"{next(self._ids):06x}{uuid.uuid4().hex[:18]}"
-        return RenderContext(
-            response_id=rid,
-            created=int(self.options.clock.now()),
-            request_id="req_" + uuid.uuid4().hex[:24],
-        )
+        rid = response_id or f"{next(self._ids):06x}{_hex(18)}"
+        return RenderContext(response_id=rid, created=int(self.options.clock.now()), request_id="req_" + _hex(24))
 
     def note_model(self, model: str) -> None:
         if model and len(self._requested) < 10_000:
@@ -107,7 +110,7 @@ def to_response(rendered: Rendered, extra: list[tuple[str, str]] | None = None) 
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    out: dict[str, str] = {}
+    out = LowerCaseHeaders()
     for raw_name, raw_value in scope.get("headers", []):
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
@@ -116,8 +119,8 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 def _query(scope: Scope) -> dict[str, str]:
-    raw = scope.get("query_string", b"").decode("latin-1")
-    return dict(parse_qsl(raw, keep_blank_values=True))
+    raw = scope.get("query_string", b"")
+    return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)) if raw else {}
 
 
 async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes | None:
@@ -191,57 +194,60 @@ class ProviderEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.state
+        arrived = state.options.clock.monotonic()  # scripted latency counts from here
         method = scope["method"]
         path = scope["path"]
-        headers = _headers(scope)
-        provider = self.spec.provider or provider_for(path, headers)
-        path_params: dict[str, str] = {}
-        handler = self.spec.handler
-        if handler == "model_path":
-            model, gmethod = _split(str(scope.get("path_params", {}).get("rest", "")))
-            if gmethod is not None:
-                provider = "gemini"
-            route_error = _model_path_error(method, model, gmethod)
-            if route_error is not None:
-                channel = Channel(receive, send)
-                await send_whole(channel, _route_error(state, provider, route_error, method, path))
-                return
-            path_params = {"model": model}
-            if gmethod is not None:
-                path_params["method"] = gmethod
-        adapter = state.adapter(provider)
         channel = Channel(receive, send)
+        provider: Provider = self.spec.provider or "openai"
         track: list[int] = []  # the journal entry, once the engine has one
         try:
+            headers = _headers(scope)
+            provider = self.spec.provider or provider_for(path, headers)
+            path_params: dict[str, str] = {}
+            handler = self.spec.handler
+            if handler == "model_path":
+                model, gmethod = _split(str(scope.get("path_params", {}).get("rest", "")))
+                if gmethod is not None:
+                    provider = "gemini"
+                route_error = _model_path_error(method, model, gmethod)
+                if route_error is not None:
+                    await send_whole(channel, _route_error(state, provider, route_error, method, path))
+                    return
+                path_params = {"model": model}
+                if gmethod is not None:
+                    path_params["method"] = gmethod
+            adapter = state.adapter(provider)
             body = await read_body(receive, headers, state.options.max_body_bytes)
             if body is None:
                 limit = state.options.max_body_bytes
                 message = f"mockllm: request body is larger than the limit of {limit} bytes"
                 await send_whole(channel, adapter.render_error(413, message, state.context(), "request_too_large"))
                 return
-            channel.watch()
+            channel.body_done = True
             http = HttpRequest(method, path, _query(scope), headers, body, path_params)
             gemini_generate = path_params.get("method") in ("generateContent", "streamGenerateContent")
             if handler == "chat" or gemini_generate:
-                await self._chat(http, adapter, channel, track)
+                await self._chat(http, adapter, channel, track, arrived)
             else:
                 await self._other(http, provider, adapter, channel)
         except Exception as exc:  # a bug, never the user's input: answer 500 in the provider's shape
             log.exception("mockllm: internal error while answering %s %s", method, path)
             if not channel.started:
                 text = f"mockllm: internal error: {type(exc).__name__}: {exc}"
-                await send_whole(channel, adapter.render_error(500, text, state.context()))
+                await send_whole(channel, state.adapter(provider).render_error(500, text, state.context()))
             if track:
                 self._finish(track[0], Delivery(channel.status or 500, note="internal error"))
         finally:
             await channel.close()
 
-    async def _chat(self, http: HttpRequest, adapter: Adapter, channel: Channel, track: list[int]) -> None:
+    async def _chat(
+        self, http: HttpRequest, adapter: Adapter, channel: Channel, track: list[int], arrived: float
+    ) -> None:
         state = self.state
-        ctx = state.context()
         if not state.options.no_auth:
             denied = adapter.check_auth(http)
             if denied is not None:
+                ctx = state.context()
                 await send_whole(channel, adapter.render_error(denied.status, denied.message, ctx, denied.code))
                 return
         try:
@@ -249,21 +255,26 @@ class ProviderEndpoint:
             if not state.options.lenient:
                 adapter.validate_history(chat)
         except ProviderError as err:
+            ctx = state.context()
             await send_whole(channel, adapter.render_error(err.status, err.message, ctx, err.code, err.param))
             return
         state.note_model(chat.model)
         outcome = state.engine.handle(chat)
         track.append(outcome.entry_id)
         ctx = state.context(outcome.response_id or None)
+        entry = outcome.entry_id
+        journalled = journal_status(outcome.plan)  # what the journal entry already says
         recorded: list[Delivery] = []
 
         def record(delivery: Delivery) -> None:
             recorded.append(delivery)
-            self._finish(outcome.entry_id, delivery)
+            if delivery.status != journalled or delivery.client_gone or delivery.note is not None:
+                self._finish(entry, delivery)  # else the entry already says so: nothing to write
 
-        delivery = await deliver(outcome, chat, adapter, ctx, channel, state.options, state.closing, record)
-        if not recorded or recorded[-1] != delivery:
-            self._finish(outcome.entry_id, delivery)
+        options = state.options
+        delivery = await deliver(outcome, chat, adapter, ctx, channel, options, state.closing, record, arrived)
+        if not recorded or (recorded[-1] is not delivery and recorded[-1] != delivery):
+            self._finish(entry, delivery)
 
     def _finish(self, entry: int, delivery: Delivery) -> None:
         try:
@@ -350,6 +361,27 @@ def _route_error(state: ServerState, provider: Provider, status: int, method: st
 # The application
 
 
+class MockllmApp(Starlette):
+    """Starlette, with the chat routes dispatched before the middleware stack and the router.
+
+    A ``POST`` to a chat path (``/v1/chat/completions``, ``/v1/messages``, ``/v1/responses``,
+    ``/api/chat``) goes straight to its :class:`ProviderEndpoint`, which reads the body, drains what it
+    leaves unread and answers its own errors -- what the middleware would do for it -- so the hot path
+    skips three middleware layers, the route scan and their per-request closures. Everything else
+    (other methods and paths, the admin API, 404s and 405s) goes through Starlette as before."""
+
+    fast_routes: dict[str, ProviderEndpoint]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
+            endpoint = self.fast_routes.get(scope["path"])
+            if endpoint is not None:
+                scope["app"] = self
+                await endpoint(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
     engine: Engine,
     options: ServerOptions | None = None,
@@ -359,9 +391,8 @@ def create_app(
     """The ASGI application serving ``engine``. ``app.state.mockllm`` is its :class:`ServerState`."""
     opts = options or ServerOptions()
     state = ServerState(engine, opts, adapters)
-    routes: list[BaseRoute] = [
-        Route(spec.path, ProviderEndpoint(state, spec), methods=list(spec.methods)) for spec in ROUTES
-    ]
+    endpoints = [(spec, ProviderEndpoint(state, spec)) for spec in ROUTES]
+    routes: list[BaseRoute] = [Route(spec.path, endpoint, methods=list(spec.methods)) for spec, endpoint in endpoints]
     routes.append(admin_mount(engine, opts))
 
     async def http_error(request: Request, exc: Exception) -> Response:
@@ -384,11 +415,16 @@ def create_app(
             return JSONResponse({"error": text}, status_code=500)
         return PlainTextResponse(text, status_code=500)
 
-    app = Starlette(
+    app = MockllmApp(
         routes=routes,
         middleware=[Middleware(DrainBody)],
         exception_handlers={HTTPException: http_error, Exception: server_error},
     )
+    app.fast_routes = {
+        spec.path: endpoint
+        for spec, endpoint in endpoints
+        if spec.handler == "chat" and spec.methods == ("POST",) and "{" not in spec.path
+    }
     app.state.mockllm = state
     return app
 

@@ -18,7 +18,7 @@ from mockllm.runtime.plan import Plan
 from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
 from mockllm.runtime.request import ChatRequest
 from mockllm.server.options import ServerOptions
-from mockllm.server.streaming import Channel, Faults, write_frames
+from mockllm.server.streaming import Channel, Faults, coalesce, write_frames
 
 log = logging.getLogger("mockllm.server")
 
@@ -36,31 +36,76 @@ class Delivery:
     note: str | None = None
 
 
+_NAMES: dict[str, bytes] = {}  # header names already checked, as sent (lower-case ASCII)
+_NAMES_LIMIT = 1024
+
+
+def _name_bytes(name: str) -> bytes | None:
+    raw = _NAMES.get(name)
+    if raw is not None:
+        return raw
+    if not _TOKEN.match(name):
+        return None
+    raw = name.lower().encode("ascii")
+    if len(_NAMES) < _NAMES_LIMIT:
+        _NAMES[name] = raw
+    return raw
+
+
+_DELIVERED = {status: Delivery(status) for status in (200, 400, 401, 404, 429, 500, 503)}  # shared, immutable
+
+
 def header_bytes(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     """ASGI header pairs. Names that are not HTTP tokens are dropped; CR, LF and NUL are removed from
     values, which are sent as UTF-8."""
     out: list[tuple[bytes, bytes]] = []
     for name, value in headers:
-        if not _TOKEN.match(name):
+        raw = _name_bytes(name)
+        if raw is None:
             log.warning("mockllm: dropped response header with an invalid name %r", name)
             continue
-        clean = str(value).replace("\r", " ").replace("\n", " ").replace("\0", "")
-        out.append((name.lower().encode("ascii"), clean.strip().encode("utf-8")))
+        clean = value if type(value) is str else str(value)
+        if "\r" in clean or "\n" in clean or "\0" in clean:
+            clean = clean.replace("\r", " ").replace("\n", " ").replace("\0", "")
+        out.append((raw, clean.strip().encode("utf-8")))
     return out
 
 
-def _response_headers(
+_MEDIA: dict[str, bytes] = {}  # media types seen, as header values
+
+
+def response_head(
     rendered: Rendered, extra: Iterable[tuple[str, str]], length: int | None
-) -> list[tuple[str, str]]:
-    headers = list(rendered.headers)
-    headers.extend(extra)
-    names = {n.lower() for n, _ in headers}
-    if "content-type" not in names:
-        headers.insert(0, ("content-type", rendered.media_type))
+) -> list[tuple[bytes, bytes]]:
+    """The ASGI headers of a response: the rendered headers, then ``extra``; ``content-type`` first
+    when neither gave one; with ``length``, any ``content-length`` given is replaced by the real one,
+    last. Names are checked and values cleaned as :func:`header_bytes` does, in one pass."""
+    out: list[tuple[bytes, bytes]] = []
+    has_type = False
+    for headers in (rendered.headers, extra):
+        for name, value in headers:
+            raw = _name_bytes(name)
+            if raw is None:
+                log.warning("mockllm: dropped response header with an invalid name %r", name)
+                continue
+            if raw == b"content-type":
+                has_type = True
+            elif raw == b"content-length" and length is not None:
+                continue
+            clean = value if type(value) is str else str(value)
+            if "\r" in clean or "\n" in clean or "\0" in clean:
+                clean = clean.replace("\r", " ").replace("\n", " ").replace("\0", "")
+            out.append((raw, clean.strip().encode("utf-8")))
+    if not has_type:
+        media = _MEDIA.get(rendered.media_type)
+        if media is None:
+            media = header_bytes([("content-type", rendered.media_type)])[0][1]
+            if len(_MEDIA) < _NAMES_LIMIT:
+                _MEDIA[rendered.media_type] = media
+        out.insert(0, (b"content-type", media))
     if length is not None:
-        headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
-        headers.append(("content-length", str(length)))
-    return headers
+        out.append((b"content-length", str(length).encode("ascii")))
+    return out
 
 
 async def send_whole(
@@ -72,7 +117,7 @@ async def send_whole(
     """Send a non-streamed response in one body message; returns its status. ``before_end`` runs just
     before the body goes out (so the journal is final by the time the client has the answer)."""
     body = rendered.body
-    await channel.start(rendered.status, header_bytes(_response_headers(rendered, extra, len(body))))
+    await channel.start(rendered.status, response_head(rendered, extra, len(body)))
     if before_end is not None:
         before_end()
     await channel.end(body)
@@ -106,10 +151,15 @@ async def deliver(
     options: ServerOptions,
     closing: asyncio.Event,
     record: Record,
+    arrived: float | None = None,
 ) -> Delivery:
     """Send the reply ``outcome`` asks for; never raises for anything the script asked. ``record`` is
     called with how it went before the response body ends cleanly; the caller records the returned
-    :class:`Delivery` too (for cut connections, which the client notices once this returns)."""
+    :class:`Delivery` too (for cut connections, which the client notices once this returns).
+
+    ``arrived`` is when the request reached the server (``options.clock.monotonic()``): a scripted
+    latency counts from then, so the time spent reading, matching and rendering (and waiting for the
+    event loop under load) is part of it rather than added to it."""
     extra = debug_headers(outcome)
     plan = outcome.plan
     if plan is None:
@@ -121,6 +171,7 @@ async def deliver(
         await send_whole(channel, no_match, extra, lambda: record(delivery))
         return delivery
     if plan.hang:
+        channel.watch()
         return await _hang(channel, options, closing, adapter, ctx, extra, record)
 
     extra.extend(plan.headers)
@@ -138,25 +189,47 @@ async def deliver(
         rendered = adapter.render(plan, chat, ctx)
 
     if plan.latency_s > 0:
-        await options.sleep(plan.latency_s)
+        channel.watch()
+        wait = plan.latency_s if arrived is None else plan.latency_s - (options.clock.monotonic() - arrived)
+        if wait > 0:
+            await options.sleep(wait)
         if channel.gone:
             return Delivery(rendered.status, client_gone=True, note="client went away during latency")
 
     if rendered.frames is None:
         if kind == "reply" and (plan.disconnect_after is not None or plan.stream_error is not None):
             return await _faulted_whole(plan, rendered, adapter, ctx, channel, extra, record)
-        delivery = Delivery(rendered.status)
-        await send_whole(channel, rendered, extra, lambda: record(delivery))
-        return Delivery(rendered.status, client_gone=channel.gone)
+        status = rendered.status
+        delivery = _DELIVERED.get(status) or Delivery(status)
+        body = rendered.body
+        await channel.start(status, response_head(rendered, extra, len(body)))
+        record(delivery)
+        await channel.end(body)
+        return Delivery(status, client_gone=True) if channel.gone else delivery
 
-    await channel.start(rendered.status, header_bytes(_response_headers(rendered, extra, None)))
+    if plan.chunk_interval_s <= 0 and plan.disconnect_after is None and plan.stream_error is None:
+        # Nothing spaces the frames or cuts the stream: the same bytes in one body message instead of
+        # one per frame (one trip through the server instead of dozens; no watcher task needed).
+        status = rendered.status
+        delivery = _DELIVERED.get(status) or Delivery(status)
+        await channel.start(status, response_head(rendered, extra, None))
+        body = b"".join([frame.data for frame in rendered.frames])
+        record(delivery)
+        await channel.end(body)
+        return Delivery(status, client_gone=True) if channel.gone else delivery
+
+    channel.watch()
+    await channel.start(rendered.status, response_head(rendered, extra, None))
     faults = Faults(
         disconnect_after=plan.disconnect_after,
         error_after=(plan.stream_error_after or 0) if plan.stream_error is not None else None,
         error_frame=adapter.stream_error_frame(plan.stream_error, ctx) if plan.stream_error is not None else b"",
     )
+    frames = rendered.frames
+    if plan.disconnect_after is None and plan.stream_error is None:
+        frames = coalesce(frames)  # what goes out at the same instant, in one write
     result = await write_frames(
-        rendered.frames,
+        frames,
         channel,
         interval_s=plan.chunk_interval_s,
         faults=faults,
@@ -187,7 +260,7 @@ async def _faulted_whole(
     body and cuts the connection; a stream error becomes an error response with its message."""
     if plan.disconnect_after is not None:
         body = rendered.body
-        await channel.start(rendered.status, header_bytes(_response_headers(rendered, extra, len(body))))
+        await channel.start(rendered.status, response_head(rendered, extra, len(body)))
         await channel.write(body[: len(body) // 2])
         return Delivery(rendered.status, note="disconnect mid-body")
     error = adapter.render_error(500, plan.stream_error or "stream error", ctx)

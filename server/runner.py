@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES, ServerOptions
@@ -76,6 +76,58 @@ async def serve_hypercorn(
     await worker_serve(wrapped, config, sockets=sockets, shutdown_trigger=shutdown_trigger)
 
 
+async def serve_uvicorn(
+    app: Starlette,
+    sock: socket.socket,
+    shutdown_trigger: Callable[[], Awaitable[None]],
+    *,
+    graceful_timeout: float = 1.0,
+) -> None:
+    """Run Uvicorn (httptools) on an already bound socket, in the running event loop, until
+    ``shutdown_trigger`` returns. The caller owns the signals: Uvicorn's own handlers would re-raise
+    SIGTERM after shutting down, and the process would die of it instead of exiting 0."""
+    uvicorn = _fast_modules()
+    if uvicorn is None:
+        raise RuntimeError(UVICORN_MISSING)
+
+    class Server(uvicorn.Server):  # type: ignore[misc, name-defined]
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    config = uvicorn.Config(
+        app,
+        http="httptools",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=graceful_timeout,
+        timeout_keep_alive=75,  # SDK connection pools keep idle connections; do not race them
+    )
+    server = Server(config)
+
+    async def stop_when_triggered() -> None:
+        await shutdown_trigger()
+        server.should_exit = True
+
+    watcher = asyncio.ensure_future(stop_when_triggered())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
+
+
+def loop_factory(loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop factory for ``loop`` ("asyncio" or "uvloop"); None for asyncio's default."""
+    if loop == "uvloop":
+        uvloop = importlib.import_module("uvloop")
+        factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+        return factory
+    return None
+
+
 def run(
     library: CompiledLibrary | None,
     *,
@@ -83,15 +135,29 @@ def run(
     port: int = 8080,
     options: ServerOptions | None = None,
     server: str = "hypercorn",
+    loop: str | None = None,
     max_conversations: int = 10_000,
     idle_seconds: float = 3600.0,
     out: TextIO | None = None,
 ) -> int:
     """Serve ``library`` (None: the echo responder) until SIGINT/SIGTERM. Prints the listening line
-    first on ``out`` (default stdout). Returns the exit code."""
+    first on ``out`` (default stdout). Returns the exit code.
+
+    ``server`` is "hypercorn" (the default) or "uvicorn" (the `fast` extra: httptools on uvloop).
+    ``loop`` picks the event loop: "asyncio" or "uvloop"; by default uvloop for Uvicorn and asyncio
+    for Hypercorn (Hypercorn on uvloop is what Hypercorn's own ``uvloop`` worker class runs)."""
     from mockllm.runtime.engine import Engine
     from mockllm.server.app import create_app, server_state
 
+    if server == "uvicorn" and _fast_modules() is None:
+        print(UVICORN_MISSING, file=sys.stderr)
+        return 2
+    chosen_loop = loop or ("uvloop" if server == "uvicorn" and sys.platform != "win32" else "asyncio")
+    try:
+        factory = loop_factory(chosen_loop)
+    except ImportError:
+        print(f"mockllm: the {chosen_loop} event loop is not installed: pip install 'mockllm[fast]'", file=sys.stderr)
+        return 2
     stream = out if out is not None else sys.stdout
     opts = options or ServerOptions()
     engine = Engine(library, clock=opts.clock, max_conversations=max_conversations, idle_seconds=idle_seconds)
@@ -103,24 +169,25 @@ def run(
         return 1
     print(f"mockllm listening on {url_for(host, sock)}", file=stream, flush=True)
 
-    if server == "uvicorn":
-        return _run_uvicorn(app, sock)
-
     async def main() -> None:
-        loop = asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
+                running.add_signal_handler(sig, stop.set)
 
         async def trigger() -> None:
             await stop.wait()
             server_state(app).closing.set()
 
-        await serve_hypercorn(app, sock, trigger)
+        if server == "uvicorn":
+            await serve_uvicorn(app, sock, trigger)
+        else:
+            await serve_hypercorn(app, sock, trigger)
 
     try:
-        asyncio.run(main())
+        with asyncio.Runner(loop_factory=factory) as runner:
+            runner.run(main())
     except KeyboardInterrupt:
         pass
     finally:
@@ -131,26 +198,12 @@ def run(
 def _fast_modules() -> Any | None:
     """The uvicorn module when it and its fast extras are importable, else None."""
     try:
-        importlib.import_module("uvloop")
+        if sys.platform != "win32":  # the extra installs uvloop everywhere but Windows
+            importlib.import_module("uvloop")
         importlib.import_module("httptools")
         return importlib.import_module("uvicorn")
     except ImportError:
         return None
-
-
-def _run_uvicorn(app: Starlette, sock: socket.socket) -> int:
-    uvicorn = _fast_modules()
-    if uvicorn is None:
-        print(UVICORN_MISSING, file=sys.stderr)
-        return 2
-    config = uvicorn.Config(
-        app, loop="uvloop", http="httptools", lifespan="off", log_level="warning", timeout_graceful_shutdown=1
-    )
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        sock.close()
-    return 0
 
 
 def library_paths(paths: Sequence[str]) -> list[str]:
@@ -200,6 +253,7 @@ def serve_command(args: argparse.Namespace) -> int:
         port=int(getattr(args, "port", 8080)),
         options=options,
         server=server,
+        loop=getattr(args, "loop", None) or None,  # no CLI flag yet: the benchmark passes it to try Hypercorn on uvloop
         max_conversations=int(getattr(args, "max_conversations", 10_000)),
         idle_seconds=float(getattr(args, "idle_seconds", 3600.0)),
     )

@@ -96,6 +96,26 @@ async def write_frames(
     return StreamResult("complete", content, sent)
 
 
+def coalesce(frames: Sequence[Frame]) -> tuple[Frame, ...]:
+    """The frames that :func:`write_frames` sends at the same instant, joined: each content frame with
+    the non-content frames that follow it (they go out right after it), the leading non-content frames
+    with the first content frame. Same bytes, same timing, one write per instant instead of one per
+    frame (for `stream 5 chunks, 20ms apart`: 5 writes instead of 8). Only for streams without
+    scripted faults, which count and cut frame by frame."""
+    groups: list[list[Frame]] = []
+    has_content = False  # whether the last group holds its content frame yet
+    for frame in frames:
+        if not groups or (frame.content and has_content):
+            groups.append([frame])
+            has_content = frame.content
+        else:
+            groups[-1].append(frame)
+            has_content = has_content or frame.content
+    return tuple(
+        g[0] if len(g) == 1 else Frame(b"".join(f.data for f in g), content=any(f.content for f in g)) for g in groups
+    )
+
+
 async def _error(sink: Sink, faults: Faults, content: int, sent: int) -> StreamResult:
     if sink.gone:
         return StreamResult("client_gone", content, sent)
@@ -103,23 +123,43 @@ async def _error(sink: Sink, faults: Faults, content: int, sent: int) -> StreamR
     return StreamResult("stream_error", content, sent + 1)
 
 
+DRAIN_CAP = 256 * 1024 * 1024  # an unread request body is dropped up to this, then the connection closes
+
+
 class Channel:
-    """One ASGI HTTP exchange after the request body was read: sends the response and watches
-    ``receive`` for ``http.disconnect`` in the background."""
+    """One ASGI HTTP exchange: sends the response, drops whatever of the request body was left unread
+    before the response starts, and -- once :meth:`watch` was called -- watches ``receive`` for
+    ``http.disconnect`` in the background.
+
+    Watching costs a task per request, so only replies that take time (latency, streams, hangs)
+    start it; a reply sent at once has nothing to notice."""
+
+    __slots__ = ("_event", "_gone", "_receive", "_send", "_watch", "body_done", "ended", "started", "status")
 
     def __init__(self, receive: Receive, send: Send) -> None:
         self._receive = receive
         self._send = send
-        self._gone = asyncio.Event()
+        self._gone = False
+        self._event: asyncio.Event | None = None  # created by watch(), for wait_gone()
         self._watch: asyncio.Task[None] | None = None
+        self.body_done = False  # the request body was read to its end (the caller says so)
         self.started = False
         self.status = 0
         self.ended = False
 
     def watch(self) -> None:
-        """Start watching for the client going away (call once the body has been read)."""
+        """Start watching for the client going away (only once the body has been read)."""
         if self._watch is None:
+            if self._event is None:
+                self._event = asyncio.Event()
+                if self._gone:
+                    self._event.set()
             self._watch = asyncio.get_running_loop().create_task(self._watch_disconnect())
+
+    def _set_gone(self) -> None:
+        self._gone = True
+        if self._event is not None:
+            self._event.set()
 
     async def _watch_disconnect(self) -> None:
         with contextlib.suppress(Exception):
@@ -127,7 +167,7 @@ class Channel:
                 message = await self._receive()
                 if message.get("type") == "http.disconnect":
                     break
-        self._gone.set()
+        self._set_gone()
 
     async def close(self) -> None:
         if self._watch is not None and not self._watch.done():
@@ -137,32 +177,50 @@ class Channel:
 
     @property
     def gone(self) -> bool:
-        return self._gone.is_set()
+        return self._gone
 
     async def wait_gone(self, timeout: float) -> bool:
         """Wait until the client goes away or ``timeout`` passes; True if it went away."""
+        self.watch()
+        assert self._event is not None
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._gone.wait(), timeout)
+            await asyncio.wait_for(self._event.wait(), timeout)
         return self.gone
 
+    async def _drain(self) -> bool:
+        """Read and drop the rest of the request body (Hypercorn closes a keep-alive connection whose
+        request was not fully received, and the client's next request on it would fail). False when
+        more than :data:`DRAIN_CAP` bytes were left: the response then says ``connection: close``."""
+        seen = 0
+        while seen <= DRAIN_CAP:
+            message = await self._receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                self.body_done = True
+                return True
+            seen += len(message.get("body", b""))
+        return False
+
     async def start(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
+        head = headers if type(headers) is list else list(headers)  # a list is sent as given, not copied
+        if not self.body_done and self._watch is None and not await self._drain():
+            head.append((b"connection", b"close"))
         self.started = True
         self.status = status
-        await self._send({"type": "http.response.start", "status": status, "headers": list(headers)})
+        await self._send({"type": "http.response.start", "status": status, "headers": head})
 
     async def write(self, data: bytes) -> None:
-        if self.gone:
+        if self._gone:
             return
         try:
             await self._send({"type": "http.response.body", "body": data, "more_body": True})
         except Exception:  # the connection is already gone
-            self._gone.set()
+            self._set_gone()
 
     async def end(self, data: bytes = b"") -> None:
         self.ended = True
-        if self.gone:
+        if self._gone:
             return
         try:
             await self._send({"type": "http.response.body", "body": data, "more_body": False})
         except Exception:
-            self._gone.set()
+            self._set_gone()

@@ -25,9 +25,12 @@ NDJSON_MEDIA = "application/x-ndjson"
 # ---------------------------------------------------------------- JSON in and out
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # shared: built once, not per call
+
+
 def json_text(value: Any) -> str:
     """Compact JSON, UTF-8 kept as is (what the real APIs send)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def json_bytes(value: Any) -> bytes:
@@ -36,6 +39,16 @@ def json_bytes(value: Any) -> bytes:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # shared: json.loads would build one per call
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text, parse_constant=_reject_constant)``, without building a decoder per call."""
+    if text.startswith("\ufeff"):  # what json.loads says about a byte-order mark
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
 
 
 def load_json(body: bytes) -> Any:
@@ -47,7 +60,7 @@ def load_json(body: bytes) -> Any:
     except UnicodeDecodeError as e:
         raise ProviderError(400, f"request body is not valid UTF-8 (byte {e.start})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _loads(text)
     except json.JSONDecodeError as e:
         raise ProviderError(
             400, f"request body is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
@@ -86,13 +99,35 @@ class FieldPath:
     dotted: bool = False
 
     def key(self, name: str) -> FieldPath:
-        return FieldPath(f"{self.text}.{name}" if self.text else name, self.dotted)
+        memo = (self.text, self.dotted, name)
+        found = _PATHS.get(memo)
+        if found is None:
+            found = FieldPath(f"{self.text}.{name}" if self.text else name, self.dotted)
+            _remember_path(memo, found)
+        return found
 
     def at(self, index: int) -> FieldPath:
-        return FieldPath(f"{self.text}.{index}" if self.dotted else f"{self.text}[{index}]", self.dotted)
+        memo = (self.text, self.dotted, index)
+        found = _PATHS.get(memo)
+        if found is None:
+            found = FieldPath(f"{self.text}.{index}" if self.dotted else f"{self.text}[{index}]", self.dotted)
+            _remember_path(memo, found)
+        return found
 
     def __str__(self) -> str:
         return self.text or "request body"
+
+
+# Every parse walks the same few paths (`messages`, `messages[0]`, `messages[0].content` …): they are
+# built once and shared (they are immutable), not allocated per request.
+_PATHS: dict[tuple[str, bool, str | int], FieldPath] = {}
+_PATHS_LIMIT = 8192
+
+
+def _remember_path(memo: tuple[str, bool, str | int], path: FieldPath) -> None:
+    if len(_PATHS) >= _PATHS_LIMIT:
+        _PATHS.clear()
+    _PATHS[memo] = path
 
 
 def describe(value: Any) -> str:
@@ -180,16 +215,23 @@ def require(obj: Mapping[str, Any], name: str, at: FieldPath) -> Any:
     return obj[name]
 
 
+# The checks below build a field's path only to report an error: a value of the right type returns
+# at once (these run for every field of every request).
+
+
 def require_str(obj: Mapping[str, Any], name: str, at: FieldPath) -> str:
-    return as_str(require(obj, name, at), at.key(name))
+    value = require(obj, name, at)
+    return value if isinstance(value, str) else as_str(value, at.key(name))
 
 
 def require_list(obj: Mapping[str, Any], name: str, at: FieldPath) -> list[Any]:
-    return as_list(require(obj, name, at), at.key(name))
+    value = require(obj, name, at)
+    return value if isinstance(value, list) else as_list(value, at.key(name))
 
 
 def require_object(obj: Mapping[str, Any], name: str, at: FieldPath) -> dict[str, Any]:
-    return as_object(require(obj, name, at), at.key(name))
+    value = require(obj, name, at)
+    return value if isinstance(value, dict) else as_object(value, at.key(name))
 
 
 def require_int(obj: Mapping[str, Any], name: str, at: FieldPath, minimum: int | None = None) -> int:
@@ -201,28 +243,35 @@ def require_int(obj: Mapping[str, Any], name: str, at: FieldPath, minimum: int |
 
 def optional_str(obj: Mapping[str, Any], name: str, at: FieldPath) -> str | None:
     value = obj.get(name)
-    return None if value is None else as_str(value, at.key(name))
+    return value if value is None or isinstance(value, str) else as_str(value, at.key(name))
 
 
 def optional_list(obj: Mapping[str, Any], name: str, at: FieldPath) -> list[Any] | None:
     value = obj.get(name)
-    return None if value is None else as_list(value, at.key(name))
+    return value if value is None or isinstance(value, list) else as_list(value, at.key(name))
 
 
 def optional_object(obj: Mapping[str, Any], name: str, at: FieldPath) -> dict[str, Any] | None:
     value = obj.get(name)
-    return None if value is None else as_object(value, at.key(name))
+    return value if value is None or isinstance(value, dict) else as_object(value, at.key(name))
 
 
 def optional_bool(obj: Mapping[str, Any], name: str, at: FieldPath) -> bool | None:
     value = obj.get(name)
-    return None if value is None else as_bool(value, at.key(name))
+    return value if value is None or isinstance(value, bool) else as_bool(value, at.key(name))
 
 
 # ---------------------------------------------------------------- headers
 
 
+class LowerCaseHeaders(dict[str, str]):
+    """Header values by names the server already lower-cased: :func:`lower_headers` shares it as is
+    instead of copying it for every request (it is never modified once built)."""
+
+
 def lower_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    if type(headers) is LowerCaseHeaders:
+        return headers
     return {k.lower(): v for k, v in headers.items()}
 
 

@@ -9,12 +9,15 @@ from typing import Any
 from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
+    JSON_MEDIA,
     FieldPath,
     as_object,
     bearer_token,
     error_type_for,
     invalid_value,
+    json_bytes,
     json_response,
+    json_text,
     load_json_object,
     lower_headers,
     one_of,
@@ -54,6 +57,7 @@ CALLS_WITHOUT_RESULTS = (
 )
 
 ERROR_TYPES = {401: "invalid_request_error", 429: "requests"}
+_ROOT = FieldPath()
 ERROR_CODES = {401: "invalid_api_key", 429: "rate_limit_exceeded"}
 
 
@@ -136,7 +140,8 @@ def _messages(raw_messages: list[Any], path: FieldPath) -> tuple[list[Message], 
             messages.append(Message("system", text, index=i))
         elif role == "user":
             require(obj, "content", at)
-            messages.append(Message("user", _content_text(content, at.key("content"), nullable=False), index=i))
+            text = content if isinstance(content, str) else _content_text(content, at.key("content"), nullable=False)
+            messages.append(Message("user", text, index=i))
         elif role == "assistant":
             text = _content_text(content, at.key("content"), nullable=True)
             raw_calls = optional_list(obj, "tool_calls", at)
@@ -189,6 +194,54 @@ def _headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
     return (("x-request-id", ctx.request_id),)
 
 
+def completion_payload(plan: Plan, ctx: RenderContext) -> dict[str, Any]:
+    """The non-streamed chat completion as a JSON value (what :func:`_completion_bytes` encodes)."""
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": plan.text if _has_content(plan) else None,
+        "refusal": plan.refusal,
+        "annotations": [],
+    }
+    if plan.tool_calls:
+        message["tool_calls"] = [_call_json(c) for c in plan.tool_calls]
+    return {
+        "id": f"chatcmpl-{ctx.response_id}",
+        "object": "chat.completion",
+        "created": ctx.created,
+        "model": plan.model,
+        "system_fingerprint": SYSTEM_FINGERPRINT,
+        "service_tier": "default",
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": plan.finish}],
+        "usage": _usage(plan),
+    }
+
+
+_USAGE_TAIL = (
+    ',"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":'
+    '{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}'
+)
+
+
+def _completion_bytes(plan: Plan, ctx: RenderContext) -> bytes:
+    """``json_bytes(completion_payload(plan, ctx))``, byte for byte, assembled from its pieces: only the
+    strings are encoded (by the encoder ``json.dumps`` uses), the fixed parts are written once, here."""
+    content = json_text(plan.text) if _has_content(plan) else "null"
+    refusal = json_text(plan.refusal) if plan.refusal is not None else "null"
+    calls = f',"tool_calls":{json_text([_call_json(c) for c in plan.tool_calls])}' if plan.tool_calls else ""
+    created = ctx.created
+    inp, out = plan.input_tokens, plan.output_tokens
+    if type(created) is not int or type(inp) is not int or type(out) is not int:
+        return json_bytes(completion_payload(plan, ctx))  # not plain ints: let the encoder decide
+    text = (
+        f'{{"id":{json_text(f"chatcmpl-{ctx.response_id}")},"object":"chat.completion","created":{created},'
+        f'"model":{json_text(plan.model)},"system_fingerprint":"{SYSTEM_FINGERPRINT}","service_tier":"default",'
+        f'"choices":[{{"index":0,"message":{{"role":"assistant","content":{content},"refusal":{refusal},'
+        f'"annotations":[]{calls}}},"logprobs":null,"finish_reason":{json_text(plan.finish)}}}],'
+        f'"usage":{{"prompt_tokens":{inp},"completion_tokens":{out},"total_tokens":{inp + out}{_USAGE_TAIL}'
+    )
+    return text.encode("utf-8")
+
+
 class OpenAIChatAdapter:
     provider: Provider = "openai"
 
@@ -201,7 +254,7 @@ class OpenAIChatAdapter:
 
     def parse(self, http: HttpRequest) -> ChatRequest:
         body = load_json_object(http.body)
-        root = FieldPath()
+        root = _ROOT
         model = require_str(body, "model", root)
         raw_messages = require_list(body, "messages", root)
         if not raw_messages:
@@ -268,25 +321,7 @@ class OpenAIChatAdapter:
     def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
             return stream_response(self._frames(plan, chat, ctx), headers=_headers(ctx))
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": plan.text if _has_content(plan) else None,
-            "refusal": plan.refusal,
-            "annotations": [],
-        }
-        if plan.tool_calls:
-            message["tool_calls"] = [_call_json(c) for c in plan.tool_calls]
-        payload = {
-            "id": f"chatcmpl-{ctx.response_id}",
-            "object": "chat.completion",
-            "created": ctx.created,
-            "model": plan.model,
-            "system_fingerprint": SYSTEM_FINGERPRINT,
-            "service_tier": "default",
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": plan.finish}],
-            "usage": _usage(plan),
-        }
-        return json_response(payload, headers=_headers(ctx))
+        return Rendered(status=200, media_type=JSON_MEDIA, headers=_headers(ctx), body=_completion_bytes(plan, ctx))
 
     def _frames(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> list[Frame]:
         def chunk(delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:

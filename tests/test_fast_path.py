@@ -1,0 +1,399 @@
+"""The fast serving path (`mockllm serve --server uvicorn`, the `fast` extra) and the performance work
+behind it: every shortcut must send the same bytes as the plain path it replaces.
+
+Which branch of the serving test runs depends on this machine: with uvicorn, uvloop and httptools
+installed the fast path must serve; without them it must refuse with one clear line. The refusal is
+also checked on every machine by hiding uvicorn from a child process."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mockllm.runtime.plan import Plan, PlannedToolCall
+from mockllm.runtime.providers.base import RenderContext, Rendered
+from mockllm.runtime.providers.common import json_bytes
+from mockllm.runtime.providers.openai_chat import _completion_bytes, completion_payload
+from mockllm.server.responder import header_bytes, response_head
+from mockllm.server.runner import UVICORN_MISSING
+
+FAST_INSTALLED = all(importlib.util.find_spec(m) is not None for m in ("uvicorn", "uvloop", "httptools"))
+LISTENING = re.compile(r"^mockllm listening on (http://127\.0\.0\.1:\d+)$")
+SCRIPT = """
+scenario "fast":
+    step hello:
+        reply:
+            text "hello from the fast path"
+            stream 4 chunks
+        always
+"""
+BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+AUTH = {"authorization": "Bearer sk-test"}
+# Run `mockllm serve` with uvicorn made unimportable, whatever this machine has installed.
+HIDE_UVICORN = """
+import sys
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name == "uvicorn" or name.startswith("uvicorn."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+sys.meta_path.insert(0, Hide())
+from mockllm.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@contextmanager
+def serving(script: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mockllm", "serve", str(script), "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline().rstrip("\n")
+        found = LISTENING.match(first)
+        assert found, (first, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+        yield proc, found.group(1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)
+
+
+def compile_text(text: str) -> Any:
+    from mockllm.dsl.compiler import compile_library
+    from mockllm.dsl.loader import load_text
+
+    compiled, diagnostics = compile_library(load_text(text, file="fast.mockllm"))
+    assert compiled is not None, diagnostics
+    return compiled
+
+
+def sse_events(body: bytes) -> list[str]:
+    return [e for e in body.decode().split("\n\n") if e]
+
+
+def test_serve_uvicorn_serves_when_installed_and_refuses_clearly_when_not(tmp_path: Path) -> None:
+    script = tmp_path / "fast.mockllm"
+    script.write_text(SCRIPT)
+    if not FAST_INSTALLED:
+        done = subprocess.run(
+            [sys.executable, "-m", "mockllm", "serve", str(script), "--server", "uvicorn", "--port", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert done.stdout == ""  # no listening line: nothing was served
+        assert done.stderr.strip() == UVICORN_MISSING
+        return
+    with serving(script, "--server", "uvicorn") as (proc, url):
+        whole = httpx.post(url + "/v1/chat/completions", json=BODY, headers=AUTH, timeout=10)
+        assert whole.status_code == 200
+        assert whole.headers["server"] == "uvicorn"
+        assert whole.headers["x-mockllm-step"] == "fast/hello"
+        assert whole.json()["choices"][0]["message"]["content"] == "hello from the fast path"
+        streamed = httpx.post(url + "/v1/chat/completions", json={**BODY, "stream": True}, headers=AUTH, timeout=10)
+        events = sse_events(streamed.content)
+        pieces = [json.loads(e[6:])["choices"][0]["delta"].get("content") for e in events[1:-2]]
+        assert pieces and "".join(pieces) == "hello from the fast path" and len(pieces) == 4
+        assert events[-1] == "data: [DONE]"
+        journal = httpx.get(url + "/_mockllm/requests", timeout=10).json()
+        assert [e["status"] for e in journal] == [200, 200]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0  # a clean exit, not death by the re-raised signal
+
+
+def test_serve_uvicorn_without_uvicorn_says_what_to_install(tmp_path: Path) -> None:
+    script = tmp_path / "fast.mockllm"
+    script.write_text(SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-c", HIDE_UVICORN, "serve", str(script), "--server", "uvicorn", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "listening" not in done.stdout
+    assert done.stderr.strip() == UVICORN_MISSING
+    assert "pip install 'mockllm[fast]'" in UVICORN_MISSING
+
+
+# ------------------------------------------------------------------------------------------------
+# The shortcuts send the same bytes
+
+
+def _old_response_headers(
+    rendered: Rendered, extra: list[tuple[str, str]], length: int | None
+) -> list[tuple[bytes, bytes]]:
+    """How the headers were built before the one-pass `response_head` (the reference)."""
+    headers = [*rendered.headers, *extra]
+    names = {n.lower() for n, _ in headers}
+    if "content-type" not in names:
+        headers.insert(0, ("content-type", rendered.media_type))
+    if length is not None:
+        headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
+        headers.append(("content-length", str(length)))
+    return header_bytes(headers)
+
+
+NAMES = st.sampled_from(["content-type", "Content-Length", "x-request-id", "X-Mockllm-Step", "bad name", "retry-after"])
+VALUES = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(NAMES, VALUES), max_size=4),
+    st.lists(st.tuples(NAMES, VALUES), max_size=4),
+    st.one_of(st.none(), st.integers(0, 10_000)),
+)
+def test_response_head_matches_the_reference(
+    rendered_headers: list[tuple[str, str]], extra: list[tuple[str, str]], length: int | None
+) -> None:
+    rendered = Rendered(200, "application/json", headers=tuple(rendered_headers), body=b"{}")
+    assert response_head(rendered, extra, length) == _old_response_headers(rendered, extra, length)
+
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+CALLS = st.lists(
+    st.builds(
+        PlannedToolCall,
+        name=TEXT,
+        arguments=st.just({}),
+        arguments_json=TEXT,
+        argument_chunks=st.just(()),
+        key=st.text("abc123_", min_size=1, max_size=8),
+        explicit_id=st.one_of(st.none(), TEXT),
+    ),
+    max_size=2,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    model=TEXT,
+    text=TEXT,
+    refusal=st.one_of(st.none(), TEXT),
+    calls=CALLS,
+    finish=st.sampled_from(["stop", "length", "tool_calls", "content_filter"]),
+    tokens=st.tuples(st.integers(0, 10**9), st.integers(0, 10**9)),
+    response_id=TEXT,
+    created=st.integers(0, 2**40),
+)
+def test_assembled_completion_is_byte_identical_to_the_encoded_payload(
+    model: str,
+    text: str,
+    refusal: str | None,
+    calls: list[PlannedToolCall],
+    finish: Any,
+    tokens: tuple[int, int],
+    response_id: str,
+    created: int,
+) -> None:
+    plan = Plan(
+        model=model,
+        text=text,
+        refusal=refusal,
+        tool_calls=tuple(calls),
+        finish=finish,
+        input_tokens=tokens[0],
+        output_tokens=tokens[1],
+    )
+    ctx = RenderContext(response_id=response_id, created=created, request_id="req_1")
+    assert _completion_bytes(plan, ctx) == json_bytes(completion_payload(plan, ctx))
+
+
+def test_static_replies_are_resolved_once_and_still_keyed_per_request() -> None:
+    """A reply without templates is planned once; the model, the prompt estimate and the tool-call
+    keys still follow each request (a template reply is planned afresh every time)."""
+    from mockllm.runtime.engine import Engine
+
+    library = compile_text(
+        """
+scenario "calls":
+    step weather:
+        reply:
+            tool call get_weather {"city": "Paris"}
+        always
+"""
+    )
+    engine = Engine(library)
+    from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
+    from mockllm.runtime.request import HttpRequest
+
+    def chat(body: dict[str, Any]) -> Any:
+        raw = json.dumps(body).encode()
+        return OpenAIChatAdapter().parse(HttpRequest("POST", "/v1/chat/completions", {}, {}, raw))
+
+    first = engine.handle(chat({"model": "a", "messages": [{"role": "user", "content": "x"}]})).plan
+    again = engine.handle(chat({"model": "a", "messages": [{"role": "user", "content": "x"}]})).plan
+    other = engine.handle(chat({"model": "b", "messages": [{"role": "user", "content": "a longer prompt"}]})).plan
+    history = {
+        "model": "a",
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ],
+    }
+    later = engine.handle(chat(history)).plan
+    assert first is not None and again is not None and other is not None and later is not None
+    assert first == again
+    assert [c.key for c in first.tool_calls] == ["mock_1"]
+    assert (other.model, other.input_tokens) == ("b", 3)
+    assert other.tool_calls[0].arguments == {"city": "Paris"}
+    assert [c.key for c in later.tool_calls] == ["mock_2"]  # one call already in the history
+
+
+# ------------------------------------------------------------------------------------------------
+# In-process ASGI: what the server is handed
+
+
+def run_app(app: Any, body: bytes, chunks: int = 1, path: str = "/v1/chat/completions") -> list[dict[str, Any]]:
+    """POST ``body`` (split into ``chunks`` body messages) to ``app``; the messages it sends, and
+    a final ``{"type": "received", "count": N}`` with how many body messages it read."""
+    sent: list[dict[str, Any]] = []
+    size = max(1, -(-len(body) // chunks))
+    parts = [body[i : i + size] for i in range(0, len(body), size)] or [b""]
+    queue = [{"type": "http.request", "body": p, "more_body": i < len(parts) - 1} for i, p in enumerate(parts)]
+    read = [0]
+
+    async def receive() -> dict[str, Any]:
+        if queue:
+            read[0] += 1
+            return queue.pop(0)
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json"), (b"authorization", b"Bearer t")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+    asyncio.run(app(scope, receive, send))
+    return [*sent, {"type": "received", "count": read[0]}]
+
+
+def make_app(script: str, **options: Any) -> Any:
+    from mockllm.runtime.engine import Engine
+    from mockllm.server.app import create_app
+    from mockllm.server.options import ServerOptions
+
+    async def no_sleep(_: float) -> None:
+        return None
+
+    return create_app(Engine(compile_text(script)), ServerOptions(sleep=no_sleep, **options))
+
+
+def test_a_stream_without_spacing_is_one_body_message_with_the_same_bytes() -> None:
+    spaced = SCRIPT.replace("stream 4 chunks", "stream 4 chunks, 20ms apart")
+    stream = json.dumps({**BODY, "stream": True}).encode()
+    at_once = run_app(make_app(SCRIPT), stream)
+    one_by_one = run_app(make_app(spaced), stream)
+    bodies = [m for m in at_once if m["type"] == "http.response.body"]
+    assert len(bodies) == 1 and bodies[0]["more_body"] is False
+    frames = [m["body"] for m in one_by_one if m["type"] == "http.response.body" and m["body"]]
+    # spaced: one message per instant -- role + chunk 1, chunk 2, chunk 3, chunk 4 + finish + [DONE]
+    assert len(frames) == 4 and frames[-1].endswith(b"data: [DONE]\n\n")
+
+    def strip_ids(data: bytes) -> bytes:
+        return re.sub(rb'"(id|created)":("[^"]*"|\d+)', b"", data)
+
+    assert strip_ids(bodies[0]["body"]) == strip_ids(b"".join(frames))
+    head = next(m for m in at_once if m["type"] == "http.response.start")
+    assert (b"content-type", b"text/event-stream") in head["headers"]
+    assert not any(name == b"content-length" for name, _ in head["headers"])  # still a stream
+
+
+def test_the_chat_fast_route_reads_the_whole_body_and_drains_a_refused_one() -> None:
+    app = make_app(SCRIPT, max_body_bytes=64)
+    small = json.dumps(BODY).encode()
+    sent = run_app(make_app(SCRIPT), small, chunks=3)
+    assert sent[0]["status"] == 200 and sent[-1]["count"] == 3
+    big = json.dumps({**BODY, "pad": "x" * 500}).encode()
+    refused = run_app(app, big, chunks=5)
+    assert refused[0]["status"] == 413
+    assert refused[-1]["count"] == 5  # every body message was read before the answer started
+    assert (b"connection", b"close") not in refused[0]["headers"]
+
+
+def test_other_methods_and_paths_still_go_through_starlette() -> None:
+    from mockllm.server.app import MockllmApp
+
+    app = make_app(SCRIPT)
+    assert isinstance(app, MockllmApp)
+    assert set(app.fast_routes) == {"/v1/chat/completions", "/v1/responses", "/v1/messages", "/api/chat"}
+    missing = run_app(app, b"{}", path="/v1/chat/completion")
+    assert missing[0]["status"] == 404
+    assert json.loads(missing[1]["body"])["error"]["message"].startswith("mockllm: unknown route")
+
+
+FRAMES = st.lists(st.tuples(st.binary(min_size=1, max_size=3), st.booleans()), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(FRAMES, st.sampled_from([0.0, 0.02]))
+def test_coalesced_frames_arrive_as_the_same_bytes_at_the_same_times(raw: list[tuple[bytes, bool]], gap: float) -> None:
+    """Joining what goes out at the same instant changes neither the bytes nor when each byte is sent."""
+    from mockllm.runtime.clock import FakeClock
+    from mockllm.runtime.providers.base import Frame
+    from mockllm.server.streaming import Faults, coalesce, write_frames
+
+    frames = [Frame(data, content=content) for data, content in raw]
+
+    def arrivals(frame_list: Sequence[Frame]) -> tuple[list[tuple[float, int]], int]:
+        clock = FakeClock()
+        sent: list[tuple[float, int]] = []
+
+        class Sink:
+            gone = False
+
+            async def write(self, data: bytes) -> None:
+                sent.extend((round(clock.monotonic(), 6), b) for b in data)
+
+        async def sleep(seconds: float) -> None:
+            clock.advance(seconds)
+
+        result = asyncio.run(
+            write_frames(frame_list, Sink(), interval_s=gap, faults=Faults(), sleep=sleep, clock=clock)
+        )
+        return sent, result.content_sent
+
+    joined = coalesce(frames)
+    assert b"".join(f.data for f in joined) == b"".join(f.data for f in frames)
+    n_content = sum(1 for _, content in raw if content)
+    assert sum(f.content for f in joined) == n_content  # one content frame per write
+    assert len(joined) == (max(1, n_content) if frames else 0)
+    assert arrivals(joined) == arrivals(frames)
