@@ -47,3 +47,41 @@ def test_responses_stream_interleaves_and_reconstructs(serve_text: ServeText) ->
     calls: list[Any] = [item for item in final.output if item.type == "function_call"]
     assert [json.loads(c.arguments) for c in calls] == EXPECTED
     assert len({c.call_id for c in calls}) == 3
+
+
+def test_openai_chat_stream_interleaves_and_reconstructs(serve_text: ServeText) -> None:
+    """Raw chunks alternate between call indexes; the stream helper's final message is still exact."""
+    with serve_text(SCRIPT) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="k")
+        order: list[int] = []
+        buffers: dict[int, str] = {}
+        for chunk in client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "check all three"}], stream=True
+        ):
+            for tc in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+                if tc.function and tc.function.arguments:
+                    order.append(tc.index)
+                    buffers[tc.index] = buffers.get(tc.index, "") + tc.function.arguments
+        assert alternates(order), order
+        assert [json.loads(buffers[i]) for i in range(3)] == EXPECTED
+        with client.chat.completions.stream(model="m", messages=[{"role": "user", "content": "check again"}]) as stream:
+            final = stream.get_final_completion()
+    calls: list[Any] = final.choices[0].message.tool_calls or []
+    assert [json.loads(c.function.arguments) for c in calls] == EXPECTED
+
+
+def test_openai_rejects_several_choices_clearly(serve_text: ServeText) -> None:
+    with serve_text(SCRIPT) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        try:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], n=2)
+        except openai.BadRequestError as e:
+            assert "n > 1" in str(e) and e.param == "n"
+        else:
+            raise AssertionError("n=2 was accepted")
+        try:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], n=0)
+        except openai.BadRequestError as e:
+            assert "at least 1" in str(e)
+        else:
+            raise AssertionError("n=0 was accepted")

@@ -420,7 +420,8 @@ def test_interleaved_calls_openai_buffers_by_index(url: str) -> None:
             fragment = delta.function.arguments if delta.function else None
             buffers[delta.index] = buffers.get(delta.index, "") + (fragment or "")
             assert len(fragment or "") <= 3
-    assert order == sorted(order) and set(order) == {0, 1, 2}
+    # `interleave calls`: the three calls are introduced, then their fragments alternate by index
+    assert order[:6] == [0, 1, 2, 0, 1, 2] and set(order) == {0, 1, 2}
     assert [json.loads(buffers[i]) for i in range(3)] == [args for _, args in scripted]
 
 
@@ -436,8 +437,10 @@ def test_interleaved_calls_openai_stream_helper(url: str) -> None:
         final = s.get_final_completion()
     calls = final.choices[0].message.tool_calls or []
     assert [(tc.function.name, json.loads(tc.function.arguments)) for tc in calls] == scripted
-    assert [i for i, _ in done] == [0, 1, 2]
-    assert [json.loads(a) for _, a in done] == [args for _, args in scripted]
+    # the final message is exact, but the helper announces a call "done" as soon as a fragment of
+    # another index arrives: with interleaving, some `arguments.done` events carry partial JSON
+    complete = [json.dumps(args, separators=(",", ":")) for _, args in scripted]
+    assert any(arguments != complete[i] for i, arguments in done)
 
 
 def test_interleaved_calls_anthropic_stream_helper(url: str) -> None:

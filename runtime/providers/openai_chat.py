@@ -11,6 +11,7 @@ from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, 
 from mockllm.runtime.providers.common import (
     JSON_MEDIA,
     FieldPath,
+    as_int,
     as_object,
     bearer_token,
     error_type_for,
@@ -265,6 +266,14 @@ class OpenAIChatAdapter:
         stream = bool(optional_bool(body, "stream", root))
         options = optional_object(body, "stream_options", root) or {}
         include_usage = bool(optional_bool(options, "include_usage", root.key("stream_options")))
+        if body.get("n") is not None and as_int(body["n"], root.key("n"), minimum=1) > 1:
+            raise ProviderError(
+                400,
+                "mockllm: n > 1 (several choices per request) is not supported; ask for one choice, "
+                "or script the alternatives as separate steps",
+                code="invalid_value",
+                param="n",
+            )
         return ChatRequest(
             provider="openai",
             endpoint=http.path,
@@ -343,17 +352,24 @@ class OpenAIChatAdapter:
         frames += [chunk({"content": piece}, content=True) for piece in pieces(plan.text_chunks, plan.text)]
         if plan.refusal is not None:
             frames += [chunk({"refusal": piece}, content=True) for piece in split_words(plan.refusal)]
-        for index, call in enumerate(plan.tool_calls):
-            intro = {
-                "index": index,
-                "id": call.id_for("call_"),
-                "type": "function",
-                "function": {"name": call.name, "arguments": ""},
-            }
-            frames.append(chunk({"tool_calls": [intro]}))
-            for piece in pieces(call.argument_chunks, call.arguments_json):
-                fragment = {"index": index, "function": {"arguments": piece}}
-                frames.append(chunk({"tool_calls": [fragment]}, content=True))
+
+        def intro(index: int, call: PlannedToolCall) -> Frame:
+            first = {"index": index, "id": call.id_for("call_"), "type": "function"}
+            return chunk({"tool_calls": [{**first, "function": {"name": call.name, "arguments": ""}}]})
+
+        def fragment(index: int, piece: str) -> Frame:
+            return chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, content=True)
+
+        calls = [(i, c, list(pieces(c.argument_chunks, c.arguments_json))) for i, c in enumerate(plan.tool_calls)]
+        if plan.interleave_calls and len(calls) > 1:
+            # `interleave calls`: every call is introduced, then fragments alternate between calls by index
+            frames += [intro(i, c) for i, c, _ in calls]
+            for round_ in range(max(len(p) for _, _, p in calls)):
+                frames += [fragment(i, p[round_]) for i, _, p in calls if round_ < len(p)]
+        else:
+            for i, c, parts in calls:
+                frames.append(intro(i, c))
+                frames += [fragment(i, piece) for piece in parts]
         frames.append(chunk({}, finish=plan.finish))
         if chat.include_usage:
             usage_chunk = {
