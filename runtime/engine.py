@@ -452,6 +452,8 @@ class Engine:
                 expectation_failed=failure,
                 response_id=response_id,
                 note=note,
+                # what `mockllm explain` needs, kept only where it explains a failure (bounded memory)
+                body=chat.body if no_match is not None or failure else None,
             )
         )
         if chat.provider == "responses" and plan is not None and not (plan.is_error or plan.is_raw or plan.hang):

@@ -31,6 +31,7 @@ class JournalEntry:
     response_id: str = ""
     client_gone: bool = False
     note: str | None = None
+    body: Any = None  # the request body, kept for unmatched requests and failed expectations only
 
     @property
     def unmatched(self) -> bool:
@@ -57,6 +58,7 @@ class JournalEntry:
             "client_gone": self.client_gone,
             "note": self.note,
             "response_id": self.response_id,
+            "body": self.body,
         }
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 import httpx
 import openai
@@ -310,3 +313,32 @@ scenario "s":
     assert "mockllm: expectation failed" in message
     assert 'system prompt contains "You are a travel agent"' in message and "You are a chef" in message
     assert verify["expectation_failures"], verify
+
+
+def test_journal_keeps_unmatched_bodies_for_explain(serve_text: ServeText, tmp_path: Path) -> None:
+    """The documented workflow: an unmatched request's body, saved from the journal, is explained by
+    `mockllm explain` with the same report the server gave."""
+    with serve_text(WEATHER) as url:
+        with pytest.raises(openai.NotFoundError):
+            client(url, max_retries=0).chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "what's the forecast?"}]
+            )
+        client(url).chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "weather in Oslo"}], tools=TOOLS
+        )
+        journal = httpx.get(url + "/_mockllm/requests").json()
+    entries = journal["requests"] if isinstance(journal, dict) else journal
+    unmatched = [e for e in entries if e["no_match"]]
+    matched = [e for e in entries if e["matched"]]
+    assert len(unmatched) == 1 and unmatched[0]["body"]["messages"][0]["content"] == "what's the forecast?"
+    assert matched and matched[0]["body"] is None  # bodies are kept only where they explain a failure
+    library = tmp_path / "weather.mockllm"
+    library.write_text(WEATHER)
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(unmatched[0]["body"]))
+    done = subprocess.run(
+        [sys.executable, "-m", "mockllm", "explain", str(library), str(request)], capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert "mockllm: no step matched" in done.stdout + done.stderr
+    assert 'last user message contains "weather in"' in done.stdout + done.stderr
