@@ -281,9 +281,9 @@ def _stream(plan: Plan, ctx: RenderContext) -> tuple[Frame, ...]:
     ]
     step = _elapsed(plan) // (len(messages) + 1)
     frames = [
-        Frame(
-            _line({"model": plan.model, "created_at": rfc3339(ctx.created, n * step), "message": m, "done": False}),
-            True,
+        common.ndjson_frame(
+            {"model": plan.model, "created_at": rfc3339(ctx.created, n * step), "message": m, "done": False},
+            content=True,
         )
         for n, m in enumerate(messages)
     ]
@@ -293,12 +293,8 @@ def _stream(plan: Plan, ctx: RenderContext) -> tuple[Frame, ...]:
         "message": {"role": "assistant", "content": ""},
         **_done(plan),
     }
-    frames.append(Frame(_line(final)))
+    frames.append(common.ndjson_frame(final))
     return tuple(frames)
-
-
-def _line(value: Any) -> bytes:
-    return common.json_bytes(value) + b"\n"
 
 
 # ---- other endpoints ----
