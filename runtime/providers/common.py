@@ -150,6 +150,24 @@ def describe(value: Any) -> str:
     return type(value).__name__
 
 
+def kind(value: Any, *, array: str = "an array", integers: bool = False) -> str:
+    """The JSON type of ``value`` in words, without the value (for APIs whose messages name only the
+    type); ``integers`` tells integers from other numbers."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int) and integers:
+        return "an integer"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return array
+    return "an object"
+
+
 def quoted(values: Iterable[str]) -> str:
     return ", ".join(f"'{v}'" for v in values)
 

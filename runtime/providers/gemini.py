@@ -76,17 +76,7 @@ def _bad(message: str) -> ProviderError:
 
 
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
+    return common.kind(value, array="a list")
 
 
 def _wrong_type(where: str, expected: str, value: Any) -> ProviderError:

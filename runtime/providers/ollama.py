@@ -40,22 +40,8 @@ def _bad(message: str) -> ProviderError:
     return ProviderError(400, message)
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
 def _wrong_type(where: str, expected: str, value: Any) -> ProviderError:
-    return _bad(f"invalid request: {where} must be {expected}, got {_kind(value)}")
+    return _bad(f"invalid request: {where} must be {expected}, got {common.kind(value)}")
 
 
 def _load_body(body: bytes) -> dict[str, Any]:
@@ -66,7 +52,7 @@ def _load_body(body: bytes) -> dict[str, Any]:
     except ProviderError as e:
         raise _bad(f"invalid request: {e.message}") from None
     if not isinstance(data, dict):
-        raise _bad(f"invalid request: the body must be a JSON object, got {_kind(data)}")
+        raise _bad(f"invalid request: the body must be a JSON object, got {common.kind(data)}")
     return data
 
 

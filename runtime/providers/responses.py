@@ -80,24 +80,12 @@ _ERROR_TYPES = {
 }
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
 def _bad(message: str, param: str | None = None, code: str | None = "invalid_value") -> ProviderError:
     return ProviderError(400, message, code=code, param=param)
+
+
+def _kind(value: Any) -> str:
+    return common.kind(value, integers=True)
 
 
 def _wrong_type(param: str, expected: str, value: Any) -> ProviderError:
