@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import signal
 import statistics
 import subprocess
@@ -47,6 +46,7 @@ TIMED_SCRIPT = SCENARIOS / "timed.mockllm"
 LOAD = HERE / "load.py"
 BASELINE = HERE / "baseline_app.py"
 BENCH_CHECK = HERE / "bench_check.py"
+AIMOCK = HERE / "aimock.py"
 PY = sys.executable
 
 HEADER = ("#", "measurement", "setting", "mockllm", "baseline", "ratio", "target", "result")
@@ -549,6 +549,120 @@ def timing_row(num: str, what: str, setting: str, pairs: Pairs, key: str, target
 
 
 # ------------------------------------------------------------------------------------------------
+# Row 7: the Node peer, aimock (bench/aimock.py), in absolute numbers
+
+PEER_TARGET = "none: peer comparison, not a target"
+
+
+def load_aimock_module() -> Any:
+    """bench/aimock.py (by path, so this file works as a script and as a module)."""
+    spec = importlib.util.spec_from_file_location("mockllm_bench_aimock", AIMOCK)
+    if spec is None or spec.loader is None:
+        raise ImportError(str(AIMOCK))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+PEER_NOTE = "aimock peer comparison: not run."
+
+
+def peer_rows(mode: Mode, place: Placement, workdir: Path) -> list[Row]:
+    """mockllm (Hypercorn and, when installed, Uvicorn) beside aimock, each serving the same reply to the
+    same `bench/load.py` runs, alternating: req/s and short streams/s at each concurrency."""
+    global PEER_NOTE
+    what_rps = "peer: non-streaming chat requests/s vs aimock (Node)"
+    what_streams = "peer: short streams/s (20-chunk stream) vs aimock (Node)"
+    if mode.smoke:
+        PEER_NOTE = "aimock peer comparison (row 7): not run in --smoke mode, which installs nothing."
+        return [Row("7", "peer comparison vs aimock (Node)", "—", PEER_TARGET, "not run: --smoke installs nothing")]
+    try:
+        peer = load_aimock_module()
+        progress("row 7: preparing aimock (npm install into the cache on first use)")
+        ready = peer.prepare()
+    except Exception as exc:  # bench/aimock.py promises no exceptions; never crash the suite regardless
+        ready = f"{type(exc).__name__}: {exc}"
+    if isinstance(ready, str):
+        PEER_NOTE = f"aimock peer comparison (row 7): skipped, {ready}."
+        return [Row("7", "peer comparison vs aimock (Node)", "—", PEER_TARGET, f"skipped: {one_line(ready)}")]
+    kinds = ["hypercorn"] + (["uvicorn"] if uvicorn_installed() else [])
+    servers = [
+        Server(
+            f"peer-mockllm-{kind}",
+            [PY, "-m", "mockllm", "serve", "--port", "0", "--no-auth", "--server", kind, str(CHAT_SCRIPT)],
+            place.server_cpus,
+            workdir,
+        )
+        for kind in kinds
+    ]
+    rows: list[Row] = []
+    try:
+        with contextlib.ExitStack() as stack:
+            urls: dict[str, str] = {}
+            for kind, server in zip(kinds, servers, strict=True):
+                progress(f"row 7: starting mockllm serve ({kind})")
+                urls[f"mockllm {kind}"] = stack.enter_context(running(server)).url
+            progress(f"row 7: starting aimock {ready.version}")
+            urls["aimock"] = stack.enter_context(peer.serve(ready, place.server_cpus, workdir))
+            PEER_NOTE = (
+                f"aimock peer comparison (row 7): `{peer.PACKAGE}` {ready.version} on Node "
+                f"{node_version(ready.node)}, installed in {peer.cache_dir()}."
+            )
+            for stream, what, key, unit in (
+                (False, what_rps, "rps", "req/s"),
+                (True, what_streams, "rps", "streams/s"),
+            ):
+                for c in mode.concurrencies:
+                    progress(f"row 7: {'streams' if stream else 'requests'}, concurrency {c}")
+                    body = STREAM_BODY if stream else CHAT_BODY
+                    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in urls}
+                    for _ in range(mode.repeats):
+                        for name, url in urls.items():
+                            runs[name].append(load(url, body, c, mode, place, stream=stream))
+                    rows.append(peer_row(what, f"c={c}", runs, key, unit))
+    except Exception as exc:  # aimock or mockllm could not start, or the load generator failed
+        reason = f"{type(exc).__name__}: {exc}"
+        PEER_NOTE = f"aimock peer comparison (row 7): skipped, {one_line(reason)}."
+        rows.append(Row("7", "peer comparison vs aimock (Node)", "—", PEER_TARGET, f"skipped: {one_line(reason)}"))
+    return rows
+
+
+def peer_row(what: str, setting: str, runs: dict[str, list[dict[str, Any]]], key: str, unit: str) -> Row:
+    def figure(name: str) -> float:
+        return median([float(r[key]) for r in runs[name]])
+
+    peer = figure("aimock")
+    mine = {name.removeprefix("mockllm "): figure(name) for name in runs if name != "aimock"}
+    failed = [name for name in runs if failed_reason(runs[name])]
+    shown = "; ".join(f"{kind} {fmt_num(v, unit)}{errors_note(runs['mockllm ' + kind])}" for kind, v in mine.items())
+    ratios = "; ".join(f"{kind} {fmt_ratio(v / peer) if peer > 0 else '—'}" for kind, v in mine.items())
+    best_kind, best = max(mine.items(), key=lambda kv: kv[1])
+    if failed:
+        result = f"not comparable: every request failed on {', '.join(failed)}"
+    elif best > peer:
+        result = f"mockllm ({best_kind}) ahead of aimock by {best / peer:.2f}×" if peer > 0 else "aimock served none"
+    else:
+        result = f"aimock ahead of the fastest mockllm ({best_kind}) by {peer / best:.2f}×" if best > 0 else "—"
+    return Row(
+        "7",
+        what,
+        setting + "; same load generator, alternating runs",
+        PEER_TARGET,
+        result,
+        mockllm=shown,
+        baseline=f"aimock {fmt_num(peer, unit)}{errors_note(runs['aimock'])}",
+        ratio=ratios + " (mockllm / aimock)",
+    )
+
+
+def node_version(node: str) -> str:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20).stdout.strip()
+    return "(unknown version)"
+
+
+# ------------------------------------------------------------------------------------------------
 # Workers: subprocesses for the in-process rows (3 and 6)
 
 
@@ -885,24 +999,6 @@ def version_of(module: str) -> str:
         return "not installed"
 
 
-def node_note() -> str:
-    npm = shutil.which("npm")
-    if npm is None:
-        return "Node/aimock comparison: skipped, `npm` is not on PATH."
-    aimock = shutil.which("aimock")
-    if aimock is None:
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True, timeout=20).stdout.strip()
-            hits = [p for p in Path(root).glob("**/aimock*") if p.is_dir()][:1] if root else []
-            aimock = str(hits[0]) if hits else None
-    if aimock is None:
-        return (
-            f"Node/aimock comparison: skipped, `npm` is at {npm} but aimock is not installed "
-            "(the suite does not install it)."
-        )
-    return f"Node/aimock comparison: aimock found at {aimock}; a side-by-side run is not part of this suite yet."
-
-
 def load_average() -> float | None:
     try:
         return os.getloadavg()[0]
@@ -935,7 +1031,7 @@ def notes(
         load_note(*loads),
         f"- HTTP runs: {mode.repeats} alternating baseline/mockllm pair(s) per figure, {mode.duration:g} s each "
         f"after {mode.warmup:g} s warm-up ({mode.timed_duration:g} s for row 5); servers: {', '.join(servers)}.",
-        "- " + node_note(),
+        "- " + PEER_NOTE,
     ]
     if "uvicorn" in servers and not uvicorn_installed():
         lines.append("- Uvicorn (the `fast` path) is not installed here, so its rows say so instead of a figure.")
@@ -980,6 +1076,15 @@ METHOD = """\
 - **Row 6.** One `Engine` with `max_conversations` at the bound, fed requests whose first user message
   is distinct (so each opens a conversation); resident set size growth after `gc.collect()`, at each
   checkpoint. The value must stay under the target at the bound and flat past it.
+- **Row 7 (peer comparison, not a target).** aimock (`@copilotkit/aimock`, Node), installed by
+  `bench/aimock.py` with `npm install` into `~/.cache/mockllm-bench/aimock` (never in `--smoke` mode),
+  serves `bench/scenarios/aimock-chat.json` -- the reply text of `chat.mockllm`, streamed in the same
+  20 content chunks (`llmock --fixtures … --chunk-size 6 --log-level warn`) -- beside
+  `mockllm serve bench/scenarios/chat.mockllm` on Hypercorn and, when installed, Uvicorn, all pinned
+  like rows 1 and 2. The same `bench/load.py` runs go to each server in turn (mockllm Hypercorn,
+  mockllm Uvicorn, aimock, repeated); each figure is the median of its runs, in absolute numbers, and
+  the ratio column is mockllm / aimock. Short streams/s counts completed 20-chunk streams per second.
+  Without npm, or when the install or start fails, the row says "skipped" and why.
 
 ## What keeps the serving path fast
 
@@ -1012,12 +1117,35 @@ not fail on a missed target, it reports it.
 """
 
 
+def kept_rows(path: Path, only: set[str]) -> list[Row]:
+    """The table rows of an earlier ``path`` whose row number is not in ``only`` (so a partial run,
+    ``--only 7``, refreshes its rows and keeps the rest)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    header = "| " + " | ".join(HEADER) + " |"
+    if header not in text:
+        return []
+    kept: list[Row] = []
+    for line in text.split(header, 1)[1].splitlines()[2:]:
+        if not line.startswith("| "):
+            break
+        cells = [c.strip() for c in line.strip().removeprefix("|").removesuffix("|").split(" | ")]
+        if len(cells) != len(HEADER) or cells[0] in only:
+            continue
+        num, what, setting, mock, base, ratio, target, result = cells
+        kept.append(Row(num, what, setting, target, result, mockllm=mock, baseline=base, ratio=ratio))
+    return kept
+
+
 def document(rows: Sequence[Row], note_lines: Sequence[str]) -> str:
     parts = [
         "# Performance",
         "",
         "Written by `python bench/run.py` (see `bench/`); rerun it to refresh. Each HTTP figure is a ratio "
-        "against a bare Starlette baseline measured in the same process tree at the same time.",
+        "against a bare Starlette baseline measured in the same process tree at the same time; row 7 is "
+        "a peer comparison with aimock (Node) in absolute numbers, not a target.",
         "",
         *note_lines,
         "",
@@ -1050,7 +1178,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=None, help="alternating pairs per figure (default 3; smoke 1)")
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 3; smoke 0.3)")
     parser.add_argument(
-        "--only", default="1,2,3,4,5,6", help="comma-separated rows to run (1,2,5 run together), default all"
+        "--only",
+        default="1,2,3,4,5,6,7",
+        help="comma-separated rows to run (1,2,5 run together; 7 is the aimock peer), default all; with a "
+        "subset, the other rows of an existing --out file are kept",
     )
     parser.add_argument("--worker", choices=("matching", "memory"), help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=10_000, help=argparse.SUPPRESS)
@@ -1107,8 +1238,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.extend(check_rows(mode, place, workdir))
         if "6" in only:
             rows.append(memory_row(mode, place))
+        if "7" in only:
+            peer_dir = workdir / "peer"
+            peer_dir.mkdir()
+            rows.extend(peer_rows(mode, place, peer_dir))
+    note_lines = notes(mode, place, servers, started, (load_before, load_average()))
+    if out is not None and not {"1", "2", "3", "4", "5", "6", "7"} <= only:
+        kept = kept_rows(out, only)
+        rows.extend(kept)
+        if kept:
+            note_lines.append(
+                f"- Rows {', '.join(sorted({r.num for r in kept}))} are kept from the previous run written "
+                f"to this file (this run measured only {', '.join(sorted(only))})."
+            )
     rows.sort(key=lambda r: r.num)
-    text = document(rows, notes(mode, place, servers, started, (load_before, load_average())))
+    text = document(rows, note_lines)
     print(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
