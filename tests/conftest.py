@@ -5,11 +5,16 @@ empty text serves the echo responder alone."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+# test modules share hypothesis strategies from tests/strategies.py (`from strategies import …`)
+sys.path.insert(0, str(Path(__file__).parent))
 
 if TYPE_CHECKING:
     from mockllm.dsl.compiled import CompiledLibrary

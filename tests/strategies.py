@@ -212,3 +212,13 @@ script_files = st.builds(
     st.none() | defaults,
     st.lists(scenarios, max_size=3).map(tuple),
 )
+
+
+def json_bodies(vocab: list[str]) -> st.SearchStrategy[Any]:
+    """Arbitrary JSON built from a provider's own field names, for "never crash on any body" tests."""
+    scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "x", "user", "model", *vocab])
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(vocab), inner, max_size=6),
+        max_leaves=40,
+    )

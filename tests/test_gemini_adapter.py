@@ -12,7 +12,7 @@ import pytest
 from google import genai
 from google.genai import errors, types
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from strategies import json_bodies
 
 from mockllm.runtime import tokens
 from mockllm.runtime.plan import Plan, PlannedToolCall
@@ -571,14 +571,7 @@ VOCAB = [
     "OBJECT",
     "STRING",
 ]
-SCALARS = (
-    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "x", "user", "model", "function", *VOCAB])
-)
-BODIES = st.recursive(
-    SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(VOCAB), inner, max_size=6),
-    max_leaves=40,
-)
+BODIES = json_bodies(VOCAB)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,7 +10,7 @@ import httpx2
 import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from strategies import json_bodies
 
 from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
@@ -486,14 +486,7 @@ VOCAB = [
     "refusal",
     "reasoning",
 ]
-SCALARS = (
-    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "x", "user", "model", "function", *VOCAB])
-)
-BODIES = st.recursive(
-    SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(VOCAB), inner, max_size=6),
-    max_leaves=40,
-)
+BODIES = json_bodies(VOCAB)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
