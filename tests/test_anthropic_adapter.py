@@ -12,6 +12,7 @@ import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sdk_bridge import adapter_transport
 
 from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers import anthropic as adapter_module
@@ -364,19 +365,7 @@ def client_for(reply: Callable[[ChatRequest], Rendered]) -> tuple[anthropic.Anth
     the rendered bytes."""
     seen: list[ChatRequest] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        incoming = HttpRequest(
-            request.method, request.url.path, {}, {k.lower(): v for k, v in request.headers.items()}, request.read()
-        )
-        assert ADAPTER.check_auth(incoming) is None
-        chat = ADAPTER.parse(incoming)
-        ADAPTER.validate_history(chat)
-        seen.append(chat)
-        out = reply(chat)
-        body = out.body if out.frames is None else b"".join(f.data for f in out.frames)
-        return httpx2.Response(out.status, headers=[("content-type", out.media_type), *out.headers], content=body)
-
-    transport = httpx2.MockTransport(handler)
+    transport = adapter_transport(ADAPTER, reply, seen)
     sdk = anthropic.Anthropic(
         api_key="k", base_url="http://mock", http_client=httpx2.Client(transport=transport), max_retries=0
     )
