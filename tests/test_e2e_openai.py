@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -47,48 +48,29 @@ def client(url: str, **kw: object) -> openai.OpenAI:
     return openai.OpenAI(base_url=url + "/v1", api_key="test", **kw)  # type: ignore[arg-type]
 
 
+def complete(c: openai.OpenAI, messages: list[dict[str, object]], stream: bool, headers: dict[str, str] | None) -> Any:
+    """One turn, through the stream helper or a plain create."""
+    kwargs: Any = {"model": "gpt-4o", "messages": messages, "tools": TOOLS, "extra_headers": headers}
+    if stream:
+        with c.chat.completions.stream(**kwargs) as s:
+            return s.get_final_completion()
+    return c.chat.completions.create(**kwargs)
+
+
 def run_weather_turns(c: openai.OpenAI, city: str, stream: bool, conversation: str | None = None) -> str:
     headers = {"x-mockllm-conversation": conversation} if conversation else None
     messages: list[dict[str, object]] = [{"role": "user", "content": f"What is the weather in {city}?"}]
-    if stream:
-        with c.chat.completions.stream(
-            model="gpt-4o",
-            messages=messages,
-            tools=TOOLS,
-            extra_headers=headers,  # type: ignore[arg-type]
-        ) as s:
-            first = s.get_final_completion()
-    else:
-        first = c.chat.completions.create(
-            model="gpt-4o",
-            messages=messages,
-            tools=TOOLS,
-            extra_headers=headers,  # type: ignore[arg-type]
-        )
+    first = complete(c, messages, stream, headers)
     msg = first.choices[0].message
     assert first.choices[0].finish_reason == "tool_calls"
     calls = msg.tool_calls or []
-    assert [tc.function.name for tc in calls] == ["get_weather", "get_time"]  # type: ignore[union-attr]
-    assert json.loads(calls[0].function.arguments) == {"city": city, "unit": "celsius"}  # type: ignore[union-attr]
+    assert [tc.function.name for tc in calls] == ["get_weather", "get_time"]
+    assert json.loads(calls[0].function.arguments) == {"city": city, "unit": "celsius"}
     assert len({tc.id for tc in calls}) == 2
     messages.append(msg.model_dump(exclude_none=True))
     for tc in calls:
         messages.append({"role": "tool", "tool_call_id": tc.id, "content": "18C sunny"})
-    if stream:
-        with c.chat.completions.stream(
-            model="gpt-4o",
-            messages=messages,
-            tools=TOOLS,
-            extra_headers=headers,  # type: ignore[arg-type]
-        ) as s:
-            second = s.get_final_completion()
-    else:
-        second = c.chat.completions.create(
-            model="gpt-4o",
-            messages=messages,
-            tools=TOOLS,
-            extra_headers=headers,  # type: ignore[arg-type]
-        )
+    second = complete(c, messages, stream, headers)
     assert second.choices[0].finish_reason == "stop"
     return second.choices[0].message.content or ""
 
