@@ -139,10 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mockllm-bench-") as tmp:
         root = Path(tmp)
         os.environ["XDG_CACHE_HOME"] = str(root / "cache")  # a private, empty grammar cache
-        from mockllm.dsl import parser
-        from mockllm.dsl.compiler import compile_library
         from mockllm.dsl.diagnostics import has_errors, render
-        from mockllm.dsl.loader import load_paths
+        from mockllm.dsl.machines.compiler import compile_library
+        from mockllm.dsl.parse import parser
+        from mockllm.dsl.parse.loader import load_paths
 
         (root / "lib").mkdir()
         files = generate(root / "lib", args.lines)

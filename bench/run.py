@@ -729,7 +729,7 @@ def _chat_request(text: str) -> Any:
 
 
 def _compile(path: Path) -> Any:
-    from mockllm.dsl.compiler import load_and_compile
+    from mockllm.dsl.machines.compiler import load_and_compile
 
     compiled, _library, diagnostics = load_and_compile([str(path)])
     errors = [d for d in diagnostics if getattr(d, "is_error", True)]
@@ -742,9 +742,9 @@ def _compile(path: Path) -> Any:
 def worker_matching(args: argparse.Namespace) -> dict[str, Any]:
     """Time ``engine.handle`` for a request matching the last of N steps vs the only one of 1."""
     try:
-        from mockllm.runtime.engine import Engine
+        from mockllm.runtime.engine.engine import Engine
     except Exception as exc:  # the piece is not written yet, or does not import
-        return {"unavailable": f"mockllm.runtime.engine does not import: {type(exc).__name__}: {exc}"}
+        return {"unavailable": f"mockllm.runtime.engine.engine does not import: {type(exc).__name__}: {exc}"}
     with tempfile.TemporaryDirectory(prefix="mockllm-bench-") as tmp:
         one_path, many_path = Path(tmp) / "one.mockllm", Path(tmp) / "many.mockllm"
         one_path.write_text(library_text(1, args.layout), encoding="utf-8")
@@ -806,7 +806,7 @@ def rss_bytes() -> int:
 def worker_memory(args: argparse.Namespace) -> dict[str, Any]:
     """RSS growth while opening conversations with distinct first messages, checkpoint by checkpoint."""
     try:
-        from mockllm.runtime.engine import Engine
+        from mockllm.runtime.engine.engine import Engine
 
         library = _compile(CHAT_SCRIPT)
         _chat_request("warm-up")

@@ -15,12 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 
-from mockllm.dsl.compiled import CompiledLibrary
 from mockllm.dsl.diagnostics import Diagnostic
+from mockllm.dsl.machines.compiled import CompiledLibrary
 from mockllm.server.options import ServerOptions
 
 if TYPE_CHECKING:
-    from mockllm.runtime.engine import Engine
+    from mockllm.runtime.engine.engine import Engine
 
 ADMIN_PREFIX = "/_mockllm"
 ADMIN_FILE = "<admin>"
@@ -110,8 +110,8 @@ def scenario_summary(library: CompiledLibrary | None) -> list[dict[str, Any]]:
 
 def compile_text(text: str, is_json: bool) -> tuple[CompiledLibrary | None, list[Diagnostic], dict[str, str]]:
     """Compile a library posted to the admin API: (library or None, diagnostics, sources)."""
-    from mockllm.dsl.compiler import compile_library
-    from mockllm.dsl.loader import load_text
+    from mockllm.dsl.machines.compiler import compile_library
+    from mockllm.dsl.parse.loader import load_text
 
     file = ADMIN_FILE + ".json" if is_json else ADMIN_FILE  # the loader reads `.json` names as the JSON form
     library = load_text(text, file=file)
@@ -169,7 +169,7 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
         errors = [d for d in diagnostics if d.is_error]
         if errors or compiled is None:
             return json_response({"errors": [to_json(d) for d in errors], "text": render(errors, sources)}, 400)
-        from mockllm.dsl.compiler import merge
+        from mockllm.dsl.machines.compiler import merge
 
         base = engine.library
         names = [m.name for m in compiled.machines]

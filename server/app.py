@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mockllm.runtime.engine import journal_status
+from mockllm.runtime.engine.engine import journal_status
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import LowerCaseHeaders
 from mockllm.runtime.request import HttpRequest, Provider
@@ -33,7 +33,7 @@ from mockllm.server.routes import split_model_path as _split
 from mockllm.server.streaming import DRAIN_CAP, Channel
 
 if TYPE_CHECKING:
-    from mockllm.runtime.engine import Engine
+    from mockllm.runtime.engine.engine import Engine
 
 log = logging.getLogger("mockllm.server")
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from mockllm.server.options import ServerOptions
 
 if TYPE_CHECKING:
-    from mockllm.dsl.compiled import CompiledLibrary
-    from mockllm.runtime.engine import Engine
+    from mockllm.dsl.machines.compiled import CompiledLibrary
+    from mockllm.runtime.engine.engine import Engine
 
 _START_TIMEOUT_S = 10.0
 
@@ -30,7 +30,7 @@ class BackgroundServer:
         port: int = 0,
         options: ServerOptions | None = None,
     ) -> None:
-        from mockllm.runtime.engine import Engine
+        from mockllm.runtime.engine.engine import Engine
         from mockllm.server.app import create_app
 
         self.options = options or ServerOptions()

@@ -13,9 +13,9 @@ from typing import Literal
 
 import attrs
 
-from mockllm.runtime.outcome import Outcome
-from mockllm.runtime.plan import Plan
+from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
+from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.request import ChatRequest
 from mockllm.server.options import ServerOptions
 from mockllm.server.streaming import Channel, Faults, coalesce, write_frames

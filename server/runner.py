@@ -22,7 +22,7 @@ from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES,
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from mockllm.dsl.compiled import CompiledLibrary
+    from mockllm.dsl.machines.compiled import CompiledLibrary
 
 ENV_SCENARIOS = "MOCKLLM_SCENARIOS"
 UVICORN_MISSING = "mockllm: --server uvicorn needs the 'fast' extra: pip install 'mockllm[fast]'"
@@ -146,7 +146,7 @@ def run(
     ``server`` is "hypercorn" (the default) or "uvicorn" (the `fast` extra: httptools on uvloop).
     ``loop`` picks the event loop: "asyncio" or "uvloop"; by default uvloop for Uvicorn and asyncio
     for Hypercorn (Hypercorn on uvloop is what Hypercorn's own ``uvloop`` worker class runs)."""
-    from mockllm.runtime.engine import Engine
+    from mockllm.runtime.engine.engine import Engine
     from mockllm.server.app import create_app, server_state
 
     if server == "uvicorn" and _fast_modules() is None:
@@ -226,8 +226,8 @@ def serve_command(args: argparse.Namespace) -> int:
     library = None
     paths = library_paths(getattr(args, "paths", None) or [])
     if paths:
-        from mockllm.dsl.compiler import load_and_compile
         from mockllm.dsl.diagnostics import render
+        from mockllm.dsl.machines.compiler import load_and_compile
 
         library, loaded, diagnostics = load_and_compile(paths)
         errors = [d for d in diagnostics if d.is_error]

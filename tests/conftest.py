@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 if TYPE_CHECKING:
-    from mockllm.dsl.compiled import CompiledLibrary
+    from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.server.background import BackgroundServer
 
 
@@ -25,9 +25,9 @@ def compile_text(text: str) -> CompiledLibrary | None:
     """Compile a script; a script with errors fails the test with the rendered diagnostics."""
     if not text.strip():
         return None
-    from mockllm.dsl.compiler import compile_library
     from mockllm.dsl.diagnostics import render
-    from mockllm.dsl.loader import load_text
+    from mockllm.dsl.machines.compiler import compile_library
+    from mockllm.dsl.parse.loader import load_text
 
     library = load_text(text, file="test.mockllm")
     compiled, diagnostics = compile_library(library)

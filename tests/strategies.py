@@ -9,8 +9,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from mockllm.dsl import nodes as n
-from mockllm.dsl.describe import PROVIDERS
+from mockllm.dsl.tree import nodes as n
+from mockllm.dsl.tree.describe import PROVIDERS
 
 FILE = "gen.mockllm"
 

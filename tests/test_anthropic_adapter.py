@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sdk_bridge import adapter_transport
 
-from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers import anthropic as adapter_module
 from mockllm.runtime.providers.anthropic import AnthropicAdapter
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = AnthropicAdapter()

@@ -8,8 +8,8 @@ import re
 import pytest
 
 import mockllm as m
-from mockllm.dsl import nodes as n
-from mockllm.dsl.parser import parse_text
+from mockllm.dsl.parse.parser import parse_text
+from mockllm.dsl.tree import nodes as n
 
 
 def parsed(text: str) -> n.ScriptFile:

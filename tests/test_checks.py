@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from mockllm.dsl.checks import check
-from mockllm.dsl.compiler import load_and_compile
+from mockllm.dsl.check.checks import check
 from mockllm.dsl.diagnostics import Diagnostic, has_errors, render
-from mockllm.dsl.loader import Library
-from mockllm.dsl.nodes import (
+from mockllm.dsl.machines.compiler import load_and_compile
+from mockllm.dsl.parse.loader import Library
+from mockllm.dsl.span import Span
+from mockllm.dsl.tree.nodes import (
     After,
     Body,
     Capture,
@@ -42,7 +43,6 @@ from mockllm.dsl.nodes import (
     ToolCall,
     Use,
 )
-from mockllm.dsl.span import Span
 
 OK = ReplyBlock((Text("ok"),))
 NO_NAME_HINT = (

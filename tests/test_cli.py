@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mockllm import cli
-from mockllm.dsl.formatter import format_file
-from mockllm.dsl.jsonform import from_json_text
-from mockllm.dsl.parser import parse_text
+from mockllm.dsl.format.formatter import format_file
+from mockllm.dsl.format.jsonform import from_json_text
+from mockllm.dsl.parse.parser import parse_text
 
 
 def _command() -> list[str]:
@@ -330,7 +330,7 @@ def test_unexpected_exceptions_print_one_line_unless_debug(
     def explode(paths: object) -> object:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("mockllm.dsl.compiler.load_and_compile", explode)
+    monkeypatch.setattr("mockllm.dsl.machines.compiler.load_and_compile", explode)
     assert cli.main(["check", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err == "mockllm: internal error: RuntimeError: boom; rerun with --debug for details\n"

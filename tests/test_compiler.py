@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mockllm.dsl.compiled import START, CompiledLibrary, Machine
-from mockllm.dsl.compiler import compile_library, merge
-from mockllm.dsl.loader import Library
-from mockllm.dsl.nodes import (
+from mockllm.dsl.machines.compiled import START, CompiledLibrary, Machine
+from mockllm.dsl.machines.compiler import compile_library, merge
+from mockllm.dsl.parse.loader import Library
+from mockllm.dsl.tree.nodes import (
     After,
     Condition,
     Consumption,
@@ -291,7 +291,7 @@ def test_merge_priority_and_fallback_of_added() -> None:
 
 
 def test_fail_twice_then_answer_from_text() -> None:
-    from mockllm.dsl.loader import load_text
+    from mockllm.dsl.parse.loader import load_text
 
     script = (
         'scenario "Flaky":\n'

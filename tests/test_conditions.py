@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from mockllm.dsl.nodes import Capture, Condition, Predicate, Regex, Subject
-from mockllm.runtime.conditions import capture, compile_regex, evaluate, holds
+from mockllm.dsl.tree.nodes import Capture, Condition, Predicate, Regex, Subject
+from mockllm.runtime.engine.conditions import capture, compile_regex, evaluate, holds
 from mockllm.runtime.request import ChatRequest, Message, Tool, ToolCall, ToolResult
 
 

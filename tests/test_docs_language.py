@@ -18,9 +18,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from mockllm.dsl.compiler import load_and_compile
 from mockllm.dsl.diagnostics import Diagnostic, render, sort_key, summary
-from mockllm.dsl.graph import to_mermaid
+from mockllm.dsl.machines.compiler import load_and_compile
+from mockllm.dsl.machines.graph import to_mermaid
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "language.md"
 FENCE = re.compile(r"^```([A-Za-z-]*)(?: +(\S+))?\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)

@@ -9,8 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from mockllm.runtime.echo import EchoAnswer, echo_answer
-from mockllm.runtime.naming import mention, split_words, stem, words_of
+from mockllm.runtime.echo.answer import EchoAnswer, echo_answer
+from mockllm.runtime.echo.naming import mention, split_words, stem, words_of
 from mockllm.runtime.request import ChatRequest, Message, Tool, ToolCall, ToolResult
 
 SCHEMAS = Path(__file__).parent / "schemas"

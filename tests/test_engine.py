@@ -8,12 +8,12 @@ from typing import Any
 import attrs
 import pytest
 
-from mockllm.dsl import nodes as n
-from mockllm.dsl.compiled import START, CompiledLibrary, CompiledStep, Machine
+from mockllm.dsl.machines.compiled import START, CompiledLibrary, CompiledStep, Machine
 from mockllm.dsl.span import Span
+from mockllm.dsl.tree import nodes as n
 from mockllm.runtime.clock import FakeClock
-from mockllm.runtime.conversations import fingerprint
-from mockllm.runtime.engine import Engine
+from mockllm.runtime.engine.conversations import fingerprint
+from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.request import ChatRequest, Message, Tool, ToolCall, ToolResult
 
 FILE = "weather.mockllm"
@@ -331,9 +331,9 @@ def _fake_echo(monkeypatch: pytest.MonkeyPatch) -> None:
         text: str
         tool_calls: tuple[tuple[str, Any], ...] = ()
 
-    module = types.ModuleType("mockllm.runtime.echo")
+    module = types.ModuleType("mockllm.runtime.echo.answer")
     module.echo_answer = lambda request: Answer(request.last_user_message() or "")  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "mockllm.runtime.echo", module)
+    monkeypatch.setitem(sys.modules, "mockllm.runtime.echo.answer", module)
 
 
 def test_no_library_answers_with_echo(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -584,13 +584,13 @@ def test_response_ids_are_unique_and_deterministic() -> None:
 
 
 def test_a_reply_that_cannot_be_built_is_a_500_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("mockllm.runtime.echo")
+    module = types.ModuleType("mockllm.runtime.echo.answer")
 
     def broken(request: ChatRequest) -> Any:
         raise RuntimeError("schema too deep")
 
     module.echo_answer = broken  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "mockllm.runtime.echo", module)
+    monkeypatch.setitem(sys.modules, "mockllm.runtime.echo.answer", module)
     out = Engine(None).handle(chat("x"))
     assert out.plan is not None and out.plan.error_status == 500
     assert "schema too deep" in (out.plan.error_message or "")
@@ -603,7 +603,7 @@ def test_a_reply_that_cannot_be_built_is_a_500_not_a_crash(monkeypatch: pytest.M
 def _explain_files(tmp_path: Any, body: dict[str, Any]) -> tuple[str, str]:
     import json
 
-    from mockllm.dsl.jsonform import to_json_text
+    from mockllm.dsl.format.jsonform import to_json_text
 
     script = n.ScriptFile(
         "w.json",
@@ -633,7 +633,7 @@ def _args(library: str, request: str, **kw: Any) -> Any:
 
 
 def test_explain_command_matched_and_unmatched(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    from mockllm.runtime.explain import explain_command
+    from mockllm.explain import explain_command
 
     body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "weather in Paris?"}]}
     lib, req = _explain_files(tmp_path, body)
@@ -650,7 +650,7 @@ def test_explain_command_matched_and_unmatched(tmp_path: Any, capsys: pytest.Cap
 
 
 def test_explain_command_broken_inputs(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    from mockllm.runtime.explain import explain_command
+    from mockllm.explain import explain_command
 
     lib, req = _explain_files(tmp_path, {"model": "gpt-4o", "messages": []})
     (tmp_path / "broken.json").write_text('{"scenarios": 3}', encoding="utf-8")
@@ -664,7 +664,7 @@ def test_explain_command_broken_inputs(tmp_path: Any, capsys: pytest.CaptureFixt
 
 
 def test_guess_provider_from_body_shape() -> None:
-    from mockllm.runtime.explain import guess_provider
+    from mockllm.explain import guess_provider
 
     assert guess_provider({"contents": []}) == "gemini"
     assert guess_provider({"input": "hi", "model": "gpt-4o"}) == "responses"
@@ -685,7 +685,7 @@ def _reference_select(
     lib: CompiledLibrary, states: dict[str, tuple[int, tuple[int, ...]]], request: ChatRequest
 ) -> str | None:
     """The language spec's selection, written plainly with Machine.eligible/advance."""
-    from mockllm.runtime.conditions import capture, holds
+    from mockllm.runtime.engine.conditions import capture, holds
 
     for m in lib.machines:
         position, uses = states.get(m.name, (START, (0,) * len(m.steps)))

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import mockllm.dsl.parser as parser_module
-from mockllm.dsl import nodes as n
-from mockllm.dsl.compiler import compile_library, load_and_compile
+import mockllm.dsl.parse.parser as parser_module
 from mockllm.dsl.diagnostics import Diagnostic, has_errors, render
-from mockllm.dsl.loader import load_text
-from mockllm.dsl.parser import parse_text
+from mockllm.dsl.machines.compiler import compile_library, load_and_compile
+from mockllm.dsl.parse.loader import load_text
+from mockllm.dsl.parse.parser import parse_text
+from mockllm.dsl.tree import nodes as n
 
 FILE = "t.mockllm"
 DIAGNOSTICS_DIR = Path(__file__).parent / "diagnostics"

@@ -26,10 +26,10 @@ import pytest
 from google import genai
 from google.genai import types as gtypes
 
-from mockllm.dsl.compiler import compile_library, load_and_compile
 from mockllm.dsl.diagnostics import render
-from mockllm.dsl.loader import load_paths, load_text
-from mockllm.dsl.nodes import ReplyBlock, ToolCall
+from mockllm.dsl.machines.compiler import compile_library, load_and_compile
+from mockllm.dsl.parse.loader import load_paths, load_text
+from mockllm.dsl.tree.nodes import ReplyBlock, ToolCall
 from mockllm.server.background import BackgroundServer
 
 ROOT = Path(__file__).resolve().parent.parent

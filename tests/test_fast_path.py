@@ -23,10 +23,10 @@ import httpx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.common import json_bytes
 from mockllm.runtime.providers.openai_chat import _completion_bytes, completion_payload
+from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.server.responder import header_bytes, response_head
 from mockllm.server.runner import UVICORN_MISSING
 
@@ -77,8 +77,8 @@ def serving(script: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], s
 
 
 def compile_text(text: str) -> Any:
-    from mockllm.dsl.compiler import compile_library
-    from mockllm.dsl.loader import load_text
+    from mockllm.dsl.machines.compiler import compile_library
+    from mockllm.dsl.parse.loader import load_text
 
     compiled, diagnostics = compile_library(load_text(text, file="fast.mockllm"))
     assert compiled is not None, diagnostics
@@ -222,7 +222,7 @@ def test_assembled_completion_is_byte_identical_to_the_encoded_payload(
 def test_static_replies_are_resolved_once_and_still_keyed_per_request() -> None:
     """A reply without templates is planned once; the model, the prompt estimate and the tool-call
     keys still follow each request (a template reply is planned afresh every time)."""
-    from mockllm.runtime.engine import Engine
+    from mockllm.runtime.engine.engine import Engine
 
     library = compile_text(
         """
@@ -307,7 +307,7 @@ def run_app(app: Any, body: bytes, chunks: int = 1, path: str = "/v1/chat/comple
 
 
 def make_app(script: str, **options: Any) -> Any:
-    from mockllm.runtime.engine import Engine
+    from mockllm.runtime.engine.engine import Engine
     from mockllm.server.app import create_app
     from mockllm.server.options import ServerOptions
 

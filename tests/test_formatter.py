@@ -8,10 +8,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mockllm.dsl import nodes as n
-from mockllm.dsl.comments import comment_fragments, scan
-from mockllm.dsl.formatter import format_file, format_reply_element, format_step, string_literal
-from mockllm.dsl.parser import parse_text
+from mockllm.dsl.format.comments import comment_fragments, scan
+from mockllm.dsl.format.formatter import format_file, format_reply_element, format_step, string_literal
+from mockllm.dsl.parse.parser import parse_text
+from mockllm.dsl.tree import nodes as n
 
 sys.path.insert(0, str(Path(__file__).parent))
 from strategies import FILE, script_files

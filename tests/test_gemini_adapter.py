@@ -14,11 +14,11 @@ from google.genai import errors, types
 from hypothesis import HealthCheck, given, settings
 from strategies import json_bodies
 
-from mockllm.runtime import tokens
-from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers import gemini
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.gemini import GeminiAdapter, json_schema
+from mockllm.runtime.reply import tokens
+from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = GeminiAdapter()

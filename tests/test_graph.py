@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import re
 
-from mockllm.dsl import nodes as n
-from mockllm.dsl.compiled import Machine
-from mockllm.dsl.compiler import compile_library
-from mockllm.dsl.graph import diagram, to_dot, to_mermaid
-from mockllm.dsl.loader import Library
+from mockllm.dsl.machines.compiled import Machine
+from mockllm.dsl.machines.compiler import compile_library
+from mockllm.dsl.machines.graph import diagram, to_dot, to_mermaid
+from mockllm.dsl.parse.loader import Library
+from mockllm.dsl.tree import nodes as n
 
 
 def _cond(subject: str, op: str, value: object = None, arg: str | None = None) -> n.Condition:

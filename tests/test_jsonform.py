@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mockllm.dsl import nodes as n
 from mockllm.dsl.diagnostics import render
-from mockllm.dsl.jsonform import ELEMENT_TAGS, from_json, from_json_text, to_json, to_json_text
+from mockllm.dsl.format.jsonform import ELEMENT_TAGS, from_json, from_json_text, to_json, to_json_text
+from mockllm.dsl.tree import nodes as n
 
 # ---------------------------------------------------------------------------------------------------------
 # A small tree strategy (trees the text syntax can express)
@@ -394,8 +394,8 @@ def test_round_trip_of_the_parsers_trees(tree: n.ScriptFile) -> None:
 
 def test_tool_call_with_null_arguments_reads_like_the_text_form() -> None:
     """`tool call NAME null` (arguments None) is `"arguments": null` in JSON, both ways."""
-    from mockllm.dsl.formatter import format_file
-    from mockllm.dsl.parser import parse_text
+    from mockllm.dsl.format.formatter import format_file
+    from mockllm.dsl.parse.parser import parse_text
 
     text = 'reply r:\n    tool call get_current_date null id "call_1"\n'
     tree, diagnostics = parse_text(text, "t.mockllm")

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import json_bodies
 
-from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers import ollama as ollama_adapter
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.ollama import OllamaAdapter, rfc3339
+from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = OllamaAdapter()

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lark import Lark
 
-from mockllm.dsl import nodes as n
 from mockllm.dsl.diagnostics import Diagnostic
-from mockllm.dsl.formatter import format_file
-from mockllm.dsl.parser import _cache_file, build_parser, grammar_text, parse_text
+from mockllm.dsl.format.formatter import format_file
+from mockllm.dsl.parse.parser import _cache_file, build_parser, grammar_text, parse_text
 from mockllm.dsl.span import Span
+from mockllm.dsl.tree import nodes as n
 
 FILE = "t.mockllm"
 

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mockllm.dsl import nodes as n
-from mockllm.runtime.planner import (
+from mockllm.dsl.tree import nodes as n
+from mockllm.runtime.reply.planner import (
     plan_reply,
     split_count,
     split_json_keys,
     split_words,
 )
+from mockllm.runtime.reply.tokens import estimate
 from mockllm.runtime.request import ChatRequest, Message, ToolResult
-from mockllm.runtime.tokens import estimate
 
 
 def chat(**kw: Any) -> ChatRequest:
@@ -207,9 +207,9 @@ def test_echo_uses_echo_answer_and_echo_keys(monkeypatch: pytest.MonkeyPatch) ->
     def fake_echo_answer(request: ChatRequest) -> Answer:
         return Answer(request.last_user_message() or "", (("send_email", {"to": "a@b.c"}), ("get_time", {})))
 
-    module = types.ModuleType("mockllm.runtime.echo")
+    module = types.ModuleType("mockllm.runtime.echo.answer")
     module.echo_answer = fake_echo_answer  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "mockllm.runtime.echo", module)
+    monkeypatch.setitem(sys.modules, "mockllm.runtime.echo.answer", module)
     p = plan(n.Echo(), offset=2)
     assert p.text == "hello there"
     assert p.text_chunks == ("hello", " there")

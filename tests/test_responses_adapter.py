@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import json_bodies
 
-from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.responses import ResponsesAdapter
+from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, ToolCall, resolve_tool_names
 
 ADAPTER = ResponsesAdapter()

@@ -24,8 +24,8 @@ from google import genai
 from google.genai import errors as gerrors
 from google.genai import types as gtypes
 
-from mockllm.dsl.loader import load_paths
-from mockllm.dsl.nodes import Error, NamedReply, RetryAfter, StreamError, Text
+from mockllm.dsl.parse.loader import load_paths
+from mockllm.dsl.tree.nodes import Error, NamedReply, RetryAfter, StreamError, Text
 
 ServeText = Callable[..., AbstractContextManager[str]]
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mockllm.runtime.schema_args import generate, is_valid, pattern_candidates
+from mockllm.runtime.echo.schema_args import generate, is_valid, pattern_candidates
 
 CORPUS = sorted((Path(__file__).parent / "schemas").glob("*.json"))
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mockllm.runtime.engine import Engine
+from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.request import ChatRequest
 from mockllm.server.background import BackgroundServer
 

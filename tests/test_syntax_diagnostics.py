@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mockllm.dsl.diagnostics import Diagnostic, render
-from mockllm.dsl.parser import build_parser, parse_text
-from mockllm.dsl.syntax_errors import EXAMPLES, SYNONYMS, _table, example_signatures
+from mockllm.dsl.parse.parser import build_parser, parse_text
+from mockllm.dsl.parse.syntax_errors import EXAMPLES, SYNONYMS, _table, example_signatures
 
 FILE = "t.mockllm"
 DIAGNOSTICS_DIR = Path(__file__).parent / "diagnostics"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import attrs
 
-from mockllm.dsl import nodes as n
-from mockllm.dsl.parser import parse_text
+from mockllm.dsl.parse.parser import parse_text
 from mockllm.dsl.span import Span
+from mockllm.dsl.tree import nodes as n
 
 SCRIPT = """\
 mockllm 1

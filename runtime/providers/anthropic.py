@@ -11,8 +11,6 @@ from typing import Any
 
 import attrs
 
-from mockllm.runtime import tokens
-from mockllm.runtime.plan import Plan
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     FieldPath,
@@ -39,6 +37,8 @@ from mockllm.runtime.providers.common import (
     stream_response,
     wrong_type,
 )
+from mockllm.runtime.reply import tokens
+from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 ROLES = ("user", "assistant", "system")

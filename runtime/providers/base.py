@@ -6,7 +6,7 @@ from typing import Protocol
 
 import attrs
 
-from mockllm.runtime.plan import Plan
+from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import attrs
 
-from mockllm.runtime import tokens
-from mockllm.runtime.plan import Plan
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.reply import tokens
+from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 __all__ = ["GeminiAdapter", "count_tokens", "json_schema", "models_response", "status_name"]

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Role, Tool, ToolCall, ToolResult
 
 __all__ = ["VERSION", "OllamaAdapter", "rfc3339", "tags_response", "version_response"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     JSON_MEDIA,
@@ -38,6 +37,7 @@ from mockllm.runtime.providers.common import (
     stream_response,
     wrong_type,
 )
+from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 ROLES = ("system", "developer", "user", "assistant", "tool")

@@ -14,10 +14,10 @@ from typing import Any
 
 import attrs
 
-from mockllm.runtime import tokens
-from mockllm.runtime.plan import Plan, PlannedToolCall
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.reply import tokens
+from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import (
     ChatRequest,
     HttpRequest,

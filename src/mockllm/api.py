@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from mockllm.builder import ScenarioBuilder, ScriptBuilder, script
-from mockllm.dsl import nodes as n
 from mockllm.dsl.diagnostics import Diagnostic, DiagnosticsError, Related, render
-from mockllm.dsl.loader import Library
+from mockllm.dsl.parse.loader import Library
 from mockllm.dsl.span import Span
+from mockllm.dsl.tree import nodes as n
 
 if TYPE_CHECKING:
-    from mockllm.dsl.compiled import CompiledLibrary
+    from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.server.background import BackgroundServer
     from mockllm.server.options import ServerOptions
 
@@ -84,7 +84,7 @@ def _combine(libraries: Sequence[Library]) -> Library:
 
 
 def _library(sources: Sequence[Source], base_dir: str | os.PathLike[str] | None) -> Library:
-    from mockllm.dsl.loader import load_paths, load_text
+    from mockllm.dsl.parse.loader import load_paths, load_text
 
     base = os.fspath(base_dir) if base_dir is not None else None
     parts: list[Library] = []
@@ -150,7 +150,7 @@ def load(*sources: Source, base_dir: str | os.PathLike[str] | None = None) -> Lo
     """Load, check and compile a library from script text, paths (files or directories) and builders,
     in the order given. Relative paths and ``use`` imports in text resolve against ``base_dir``
     (default: the working directory). Never raises for a mistake in a script."""
-    from mockllm.dsl.compiler import compile_library
+    from mockllm.dsl.machines.compiler import compile_library
 
     library = _library(sources, base_dir)
     compiled, diagnostics = compile_library(library)
@@ -393,7 +393,7 @@ class MockServer:
         )
 
     def _load_compiled(self, result: LoadResult) -> Loaded:
-        from mockllm.dsl.compiler import merge
+        from mockllm.dsl.machines.compiler import merge
 
         compiled = result.raise_for_errors()
         engine = self._background().engine

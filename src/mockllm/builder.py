@@ -14,7 +14,7 @@
         .when(tool_result("get_weather").is_present())
         .reply(text("Sunny in {{city}}"), stream(chunks=4, apart="40ms"))
     )
-    weather.build()    # a mockllm.dsl.nodes.Scenario, equal to the one parsed from the text
+    weather.build()    # a mockllm.dsl.tree.nodes.Scenario, equal to the one parsed from the text
     weather.to_text()  # that text, in canonical layout
 
 Every builder is an immutable value: each call returns a new builder, so a shared base can be
@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import attrs
 
-from mockllm.dsl import nodes as n
+from mockllm.dsl.tree import nodes as n
 
 __all__ = [
     "BuilderError",
@@ -532,7 +532,7 @@ class ScenarioBuilder:
     # ---- results
 
     def build(self) -> n.Scenario:
-        """The :class:`~mockllm.dsl.nodes.Scenario` node (equal to the one parsed from :meth:`to_text`)."""
+        """The :class:`~mockllm.dsl.tree.nodes.Scenario` node (equal to the one parsed from :meth:`to_text`)."""
         return self._scenario
 
     def to_text(self) -> str:
@@ -604,7 +604,7 @@ class ScriptBuilder:
         return self.file
 
     def to_text(self) -> str:
-        from mockllm.dsl.formatter import format_file
+        from mockllm.dsl.format.formatter import format_file
 
         return format_file(self.file)
 

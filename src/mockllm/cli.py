@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from mockllm.dsl.diagnostics import Diagnostic
-    from mockllm.dsl.nodes import ScriptFile
+    from mockllm.dsl.tree.nodes import ScriptFile
 
 __all__ = ["build_parser", "main"]
 
@@ -74,8 +74,8 @@ def _err(text: str) -> None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from mockllm.dsl.compiler import load_and_compile
     from mockllm.dsl.diagnostics import has_errors, render, render_json, sort_key, summary
+    from mockllm.dsl.machines.compiler import load_and_compile
 
     _, library, diagnostics = load_and_compile(args.paths)
     diagnostics = sorted(diagnostics, key=sort_key)
@@ -112,8 +112,8 @@ def _mockllm_files(paths: Sequence[str]) -> list[Path]:
 
 
 def _parse_file(path: Path) -> tuple[str, ScriptFile | None, list[Diagnostic]]:
-    from mockllm.dsl.loader import display_name
-    from mockllm.dsl.parser import parse_text
+    from mockllm.dsl.parse.loader import display_name
+    from mockllm.dsl.parse.parser import parse_text
 
     text = _read(path)
     tree, diagnostics = parse_text(text, display_name(path))
@@ -121,10 +121,10 @@ def _parse_file(path: Path) -> tuple[str, ScriptFile | None, list[Diagnostic]]:
 
 
 def _cmd_fmt(args: argparse.Namespace) -> int:
-    from mockllm.dsl.comments import comment_fragments
     from mockllm.dsl.diagnostics import has_errors, render
-    from mockllm.dsl.formatter import format_file
-    from mockllm.dsl.parser import parse_text
+    from mockllm.dsl.format.comments import comment_fragments
+    from mockllm.dsl.format.formatter import format_file
+    from mockllm.dsl.parse.parser import parse_text
 
     files = _mockllm_files(args.paths)
     changed: list[Path] = []
@@ -175,10 +175,10 @@ def _cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
-    from mockllm.dsl.compiler import load_and_compile
     from mockllm.dsl.diagnostics import has_errors, render
-    from mockllm.dsl.graph import to_dot, to_mermaid
-    from mockllm.dsl.loader import display_name
+    from mockllm.dsl.machines.compiler import load_and_compile
+    from mockllm.dsl.machines.graph import to_dot, to_mermaid
+    from mockllm.dsl.parse.loader import display_name
 
     _existing_file(args.file)
     compiled, library, diagnostics = load_and_compile([args.file])
@@ -210,7 +210,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     from mockllm.dsl.diagnostics import has_errors, render
-    from mockllm.dsl.loader import display_name
+    from mockllm.dsl.parse.loader import display_name
 
     source = Path(args.file)
     if source.suffix not in (".mockllm", ".json"):
@@ -219,14 +219,14 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     text = _read(source)
     name = display_name(source)
     if source.suffix == ".mockllm":
-        from mockllm.dsl.jsonform import to_json_text
-        from mockllm.dsl.parser import parse_text
+        from mockllm.dsl.format.jsonform import to_json_text
+        from mockllm.dsl.parse.parser import parse_text
 
         tree, diagnostics = parse_text(text, name)
         render_tree: Callable[[ScriptFile], str] = to_json_text
     else:
-        from mockllm.dsl.formatter import format_file
-        from mockllm.dsl.jsonform import from_json_text
+        from mockllm.dsl.format.formatter import format_file
+        from mockllm.dsl.format.jsonform import from_json_text
 
         tree, diagnostics = from_json_text(text, name)
         render_tree = format_file
@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--endpoint", metavar="PATH", help="the request path, e.g. /v1/chat/completions")
     p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
-    p.set_defaults(func=_delegate("mockllm.runtime.explain", "explain_command"))
+    p.set_defaults(func=_delegate("mockllm.explain", "explain_command"))
     return parser
 
 

@@ -1,0 +1,203 @@
+"""Condition checks: which predicates apply to which subjects, typed literals that do not fit the
+subject (``stream is "yes"``, ``turn is 1.5``), regexes that do not compile, and captures from
+subjects that are not text."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import get_args
+
+import attrs
+
+from mockllm.dsl.check.common import Reporter, did_you_mean, word_list
+from mockllm.dsl.span import Span
+from mockllm.dsl.tree import describe
+from mockllm.dsl.tree.describe import OP_WORDS, PROVIDERS
+from mockllm.dsl.tree.nodes import Capture, Condition, Regex, SubjectKind
+
+SUBJECT_KINDS = frozenset(get_args(SubjectKind))
+PRESENCE_SUBJECTS = frozenset({"header", "field", "tool_result", "last_user_message", "tools"})
+STRING_OPS = ("is", "is_not", "contains", "not_contains", "matches", "not_matches", "glob")
+ROLES = ("user", "assistant", "system", "tool")
+REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+
+
+def allowed_ops(kind: str) -> tuple[str, ...]:
+    """The predicates a subject takes, in the order a hint lists them."""
+    if kind == "provider":
+        return ("is", "is_not", "matches", "not_matches", "glob")
+    if kind == "tools":
+        return ("include", "exclude", "present", "absent")
+    if kind == "stream":
+        return ("is", "is_not")
+    if kind == "turn":
+        return ("is", "is_not", "at_least", "at_most")
+    ops: tuple[str, ...] = STRING_OPS
+    if kind in PRESENCE_SUBJECTS:
+        ops += ("present", "absent")
+    if kind == "tool_result":
+        ops += ("error",)
+    if kind == "field":
+        ops += ("at_least", "at_most")
+    return ops
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def regex_flags(flags: str) -> int:
+    out = 0
+    for ch in flags:
+        out |= REGEX_FLAGS.get(ch, 0)
+    return out
+
+
+def check_condition(r: Reporter, cond: Condition, file: str) -> None:
+    subj, pred = cond.subject, cond.predicate
+    kind, op, value = subj.kind, pred.op, pred.value
+    pspan = r.at(pred.span if pred.span.line else cond.span, file)
+    sspan = r.at(subj.span if subj.span.line else cond.span, file)
+    if kind not in SUBJECT_KINDS:
+        r.err("bad-subject", f"unknown subject `{kind}`", sspan, hint=did_you_mean(kind, SUBJECT_KINDS))
+        return
+    words = describe.subject(subj)
+    opw = OP_WORDS.get(op, op)
+    if kind == "any_message" and subj.arg not in ROLES:
+        r.err(
+            "bad-subject",
+            f"`any {subj.arg} message`: there is no role `{subj.arg}`",
+            sspan,
+            hint=did_you_mean(subj.arg or "", ROLES, "`any {} message`") or f"roles are {word_list(ROLES, 'and')}",
+        )
+    allowed = allowed_ops(kind)
+    if op not in allowed:
+        r.err(
+            "bad-predicate",
+            f"`{opw}` cannot be used with `{words}`",
+            pspan,
+            hint=f"`{words}` takes {word_list([OP_WORDS[o] for o in allowed])}",
+        )
+        return
+    problem = _value_problem(kind, words, op, value)
+    if problem is not None:
+        r.err("bad-value", problem[0], pspan, hint=problem[1])
+        return
+    if op in ("matches", "not_matches") and isinstance(value, Regex):
+        _check_regex(r, value, r.loc.narrow(pspan, "/"), file)
+    if cond.ignore_case:
+        stringy = op in ("contains", "not_contains", "matches", "not_matches", "glob", "include", "exclude") or (
+            op in ("is", "is_not") and isinstance(value, str)
+        )
+        if not stringy:
+            r.err(
+                "bad-ignore-case",
+                f"`ignoring case` does not apply to `{describe.condition(attrs.evolve(cond, ignore_case=False))}`",
+                r.name_span(cond.span, "ignoring case", file, last=True),
+                hint="`ignoring case` goes only with a comparison of text; remove it",
+            )
+
+
+def _value_problem(kind: str, words: str, op: str, value: object) -> tuple[str, str] | None:
+    shown = describe.value(value) if not isinstance(value, Regex) else str(value)
+    if op in ("is", "is_not"):
+        if kind == "provider":
+            if not isinstance(value, str):
+                return (
+                    f"`provider` is a provider name, not {shown}",
+                    f"providers are {word_list(PROVIDERS, 'and')}",
+                )
+            if value not in PROVIDERS:
+                return (
+                    f"unknown provider `{value}`",
+                    did_you_mean(value, PROVIDERS) or f"providers are {word_list(PROVIDERS, 'and')}",
+                )
+            return None
+        if kind == "stream":
+            if not isinstance(value, bool):
+                return (
+                    f"`stream` is true or false, so it cannot be {shown}",
+                    "write `stream is true` or `stream is false`",
+                )
+            return None
+        if kind == "turn":
+            if not _is_int(value):
+                return (
+                    f"`turn` is a number of user messages, so it cannot be {shown}",
+                    "write an integer: `turn is 2`",
+                )
+            return None
+        if kind == "field":
+            return None
+        if not isinstance(value, str):
+            return (
+                f"`{words}` is text, so compare it with a string, not {shown}",
+                f"write the value in quotes: `{words} {OP_WORDS[op]} {describe.quote(_plain(value))}`",
+            )
+        return None
+    if op in ("contains", "not_contains", "glob", "include", "exclude"):
+        if not isinstance(value, str):
+            return (f"`{OP_WORDS[op]}` takes a string, not {shown}", f'write it in quotes: `{OP_WORDS[op]} "…"`')
+        return None
+    if op in ("matches", "not_matches"):
+        if not isinstance(value, Regex):
+            return (
+                f"`{OP_WORDS[op]}` takes a regex such as `/gpt-4o.*/`, not {shown}",
+                "write the pattern between slashes",
+            )
+        return None
+    if op in ("at_least", "at_most"):
+        if kind == "turn" and not _is_int(value):
+            return (
+                f"`turn` counts user messages, so `{OP_WORDS[op]}` takes an integer, not {shown}",
+                "write an integer such as `2`",
+            )
+        if not _is_number(value):
+            return (f"`{OP_WORDS[op]}` takes a number, not {shown}", "write a number such as `2` or `0.5`")
+    return None
+
+
+def _check_regex(r: Reporter, regex: Regex, span: Span, file: str) -> None:
+    where = span
+    if span.line > 0 and span.end_line == span.line:
+        where = attrs.evolve(span, end_column=span.column + len(str(regex)))
+    bad = [ch for ch in regex.flags if ch not in REGEX_FLAGS]
+    if bad:
+        r.err("bad-regex", f"unknown regex flag `{bad[0]}`", where, hint="regex flags are `i`, `m`, `s` and `x`")
+        return
+    try:
+        re.compile(regex.pattern, regex_flags(regex.flags))
+    except re.error as exc:
+        at = f" at position {exc.pos}" if exc.pos is not None else ""
+        r.err("bad-regex", f"invalid regex {regex}: {exc.msg}{at}", r.at(where, file))
+
+
+def check_capture(r: Reporter, cap: Capture, file: str) -> None:
+    subj = cap.subject
+    span = r.at(cap.span, file)
+    if subj.kind in ("tools", "turn", "stream"):
+        r.err(
+            "bad-capture",
+            f"cannot capture from `{describe.subject(subj)}`: captures read text",
+            r.at(subj.span, file) if subj.span.line else span,
+            hint="capture from a text subject such as `last user message`",
+        )
+    skip = 0
+    if subj.span.line == span.line and subj.span.end_line == span.line and span.line > 0:
+        skip = max(0, subj.span.end_column - span.column)
+    _check_regex(r, cap.regex, r.loc.narrow(span, "/", skip=skip), file)
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)

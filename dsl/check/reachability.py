@@ -1,0 +1,92 @@
+"""Step order checks: ``after`` lines naming no step, ``after`` under ``order any`` (no effect),
+and steps that can never run because the step they follow is never used up."""
+
+from __future__ import annotations
+
+from mockllm.dsl.check.common import Reporter, did_you_mean, word_list
+from mockllm.dsl.diagnostics import Related
+from mockllm.dsl.machines.compiled import START
+from mockllm.dsl.tree.nodes import Scenario
+
+
+def predecessors(r: Reporter, sc: Scenario, file: str) -> list[int | None]:
+    """The step each step follows: START, a step index, or None for an unknown ``after`` (reported)."""
+    index: dict[str, int] = {}
+    for i, step in enumerate(sc.steps):
+        index.setdefault(step.name, i)
+    preds: list[int | None] = []
+    for i, step in enumerate(sc.steps):
+        if step.after is None:
+            preds.append(START if i == 0 else i - 1)
+            continue
+        after_span = r.name_span(step.after.span, step.after.step, file, skip=len("after"), last=True)
+        if step.after.step not in index:
+            others = [s.name for s in sc.steps if s.name != step.name]
+            r.err(
+                "unknown-step",
+                f'`after {step.after.step}`: scenario "{sc.name}" has no step `{step.after.step}`',
+                after_span,
+                hint=did_you_mean(step.after.step, others)
+                or (f"its steps are {word_list(others, 'and')}" if others else "name a step of this scenario"),
+            )
+            preds.append(None)
+        else:
+            preds.append(index[step.after.step])
+        if sc.order_any:
+            r.warn(
+                "after-ignored",
+                f'`after {step.after.step}` has no effect: scenario "{sc.name}" has `order any`',
+                r.at(step.after.span, file),
+                hint="remove the `after` line, or remove `order any` to run the steps in order",
+            )
+    return preds
+
+
+def check_reachable(r: Reporter, sc: Scenario, preds: list[int | None], file: str) -> None:
+    """An error for each step no sequence of requests can reach (scenarios in order only)."""
+    steps = sc.steps
+    reach = [False] * len(steps)
+    changed = True
+    while changed:
+        changed = False
+        for i, p in enumerate(preds):
+            if reach[i]:
+                continue
+            if p is None or p == START or (p != i and reach[p] and steps[p].consumption.max_uses is not None):
+                reach[i] = True
+                changed = True
+    for i, step in enumerate(steps):
+        p = preds[i]
+        if reach[i] or p is None or p == START:
+            continue
+        prev = steps[p]
+        if (prev.consumption.max_uses or 0) <= 0 and prev.consumption.kind == "repeat":
+            continue  # `repeat 0` is reported on its own
+        head = r.name_span(step.span, step.name, file, skip=len("step"))
+        where = r.at(step.after.span, file) if step.after is not None else head
+        hint = "give it an `after` line naming a step that can be used up, or use `order any`"
+        if p == i:
+            r.err(
+                "unreachable-step",
+                f"step `{step.name}` comes `after` itself, so it can never run",
+                where,
+                hint="name the step it should follow",
+            )
+        elif prev.consumption.kind == "always":
+            how = f"`after {prev.name}` names" if step.after is not None else "it follows"
+            r.err(
+                "unreachable-step",
+                f"step `{step.name}` can never run: {how} step `{prev.name}`, "
+                "which is `always` and so is never used up",
+                where,
+                hint=hint,
+                related=[Related(r.at(prev.consumption.span, file), f"step `{prev.name}` is `always`")],
+            )
+        else:
+            how = f"`after {prev.name}` names" if step.after is not None else "it follows"
+            r.err(
+                "unreachable-step",
+                f"step `{step.name}` can never run: {how} step `{prev.name}`, which can never run",
+                where,
+                hint=hint,
+            )

@@ -1,0 +1,177 @@
+"""Reply checks: elements that cannot share one reply (two ``finish`` lines, an error beside an
+answer, ``hang`` with anything but ``latency`` …) and ``interleave calls`` with fewer than two calls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mockllm.dsl.check.common import Reporter, line_of
+from mockllm.dsl.diagnostics import Related
+from mockllm.dsl.tree.nodes import (
+    Body,
+    Chunks,
+    Disconnect,
+    Echo,
+    EchoHeader,
+    Error,
+    Finish,
+    Hang,
+    Header,
+    InterleaveCalls,
+    Latency,
+    Refusal,
+    ReplyElement,
+    RetryAfter,
+    Status,
+    Stream,
+    StreamError,
+    Text,
+    Thinking,
+    ToolCall,
+    Usage,
+)
+
+ELEMENT_WORDS: dict[type, str] = {
+    Text: "text",
+    ToolCall: "tool call",
+    Thinking: "thinking",
+    Refusal: "refusal",
+    Finish: "finish",
+    Usage: "usage",
+    Stream: "stream",
+    Chunks: "chunks:",
+    Latency: "latency",
+    Error: "error",
+    RetryAfter: "retry after",
+    Header: "header",
+    EchoHeader: "echo header",
+    Status: "status",
+    Body: "body",
+    Disconnect: "disconnect",
+    StreamError: "stream error",
+    Hang: "hang",
+    Echo: "echo",
+    InterleaveCalls: "interleave calls",
+}
+
+# What kind of answer an element makes; elements of different kinds cannot share a reply.
+_KIND: dict[type, str] = {
+    Text: "answer",
+    ToolCall: "answer",
+    Thinking: "answer",
+    Refusal: "answer",
+    Chunks: "answer",
+    Finish: "answer",
+    Usage: "answer",
+    Disconnect: "answer",
+    StreamError: "answer",
+    InterleaveCalls: "answer",
+    Error: "error",
+    Status: "raw",
+    Body: "raw",
+    Hang: "hang",
+    Echo: "echo",
+}
+_SINGLE = (
+    Finish,
+    Usage,
+    Stream,
+    Latency,
+    Error,
+    Status,
+    Body,
+    RetryAfter,
+    Chunks,
+    Hang,
+    Echo,
+    Disconnect,
+    StreamError,
+    InterleaveCalls,
+)
+_KIND_HINTS = {
+    frozenset(
+        {"answer", "error"}
+    ): "a reply is either an error or an answer; to fail first and answer later, use two steps",
+    frozenset(
+        {"answer", "raw"}
+    ): "`status` and `body` send a raw response exactly as written; put the content in the `body`",
+    frozenset(
+        {"error", "raw"}
+    ): "use either `error` (the provider's own error shape) or `status` + `body` (sent as written)",
+    frozenset({"answer", "echo"}): "`echo` writes the answer itself; remove one of the two lines",
+    frozenset({"error", "echo"}): "`echo` writes the answer itself; remove one of the two lines",
+    frozenset({"raw", "echo"}): "`echo` writes the answer itself; remove one of the two lines",
+}
+_HANG_HINT = "`hang` never answers, so only `latency` may go with it"
+
+
+def check_elements(r: Reporter, elements: Sequence[ReplyElement], file: str, block: str = "reply") -> None:
+    """Elements of one block that cannot go together."""
+    first_of_type: dict[type, ReplyElement] = {}
+    first_of_kind: dict[str, ReplyElement] = {}
+    non_latency: ReplyElement | None = None
+    hang: ReplyElement | None = None
+    conflicted: set[int] = set()  # ids of the elements reported as conflicting
+    for el in elements:
+        word = ELEMENT_WORDS[type(el)]
+        conflict: tuple[ReplyElement, str] | None = None
+        if isinstance(el, _SINGLE) and type(el) in first_of_type:
+            conflict = (first_of_type[type(el)], f"a {block} has one `{word}` line; keep one")
+        kind = _KIND.get(type(el))
+        if conflict is None and kind is not None:
+            for other_kind, other in first_of_kind.items():
+                if other_kind != kind:
+                    hint = _HANG_HINT if "hang" in (kind, other_kind) else _KIND_HINTS[frozenset({kind, other_kind})]
+                    conflict = (other, hint)
+                    break
+        if conflict is None and hang is not None and not isinstance(el, Latency):
+            conflict = (hang, _HANG_HINT)
+        if conflict is None and isinstance(el, Hang) and non_latency is not None:
+            conflict = (non_latency, _HANG_HINT)
+        if conflict is None and isinstance(el, Text | Chunks):
+            other_type: type = Chunks if isinstance(el, Text) else Text
+            if other_type in first_of_type:
+                conflict = (
+                    first_of_type[other_type],
+                    "`chunks:` gives the text in pieces; remove the `text` lines or the `chunks:` block",
+                )
+        if conflict is None and isinstance(el, Disconnect | StreamError):
+            other_type = StreamError if isinstance(el, Disconnect) else Disconnect
+            if other_type in first_of_type:
+                conflict = (first_of_type[other_type], "a stream ends one way: keep `disconnect` or `stream error`")
+        if conflict is not None:
+            conflicted.add(id(el))
+            other, hint = conflict
+            other_word = ELEMENT_WORDS[type(other)]
+            other_span = r.at(other.span, file)
+            same = type(other) is type(el)
+            message = (
+                f"second `{word}` line in one {block} (the first is{line_of(other_span)})"
+                if same and other_span.line
+                else f"`{word}` conflicts with `{other_word}`{line_of(other_span)}"
+            )
+            if same and not other_span.line:
+                message = f"second `{word}` line in one {block}"
+            r.err(
+                "conflicting-reply",
+                message,
+                r.at(el.span, file),
+                hint=hint,
+                related=[Related(other_span, f"`{other_word}` is here")],
+            )
+        first_of_type.setdefault(type(el), el)
+        if kind is not None:
+            first_of_kind.setdefault(kind, el)
+        if isinstance(el, Hang):
+            hang = hang or el
+        elif not isinstance(el, Latency) and non_latency is None:
+            non_latency = el
+    interleave = first_of_type.get(InterleaveCalls)
+    calls = sum(isinstance(el, ToolCall) for el in elements)
+    if interleave is not None and id(interleave) not in conflicted and calls < 2 and block == "reply":
+        r.warn(
+            "interleave-no-effect",
+            "`interleave calls` has no effect with fewer than two tool calls",
+            r.at(interleave.span, file),
+            hint="add more `tool call` lines to interleave, or remove `interleave calls`",
+        )

@@ -1,0 +1,1 @@
+"""Stage 4 of the pipeline, tree → machines: the compiler, the compiled tables, their diagrams."""

@@ -1,0 +1,1 @@
+"""Stage 1 of the pipeline, text → tree: the Lark parser, the transformer, error recovery, the loader."""

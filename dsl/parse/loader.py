@@ -1,0 +1,214 @@
+"""Loading a library: files and directories, their ``use`` imports, in load order.
+
+A library is every file given (directories searched recursively for ``*.mockllm`` and ``*.json``,
+sorted), plus every file they import. Imports load before the file that imports them, and a file
+loads once however often it is imported. Loading never raises for a user's mistake: a missing file,
+an unreadable one, an import cycle or a syntax error becomes a :class:`Diagnostic` in
+:attr:`Library.diagnostics`. This module is the only part of ``mockllm.dsl`` that reads files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from mockllm.dsl.diagnostics import Diagnostic, error
+from mockllm.dsl.span import Span
+from mockllm.dsl.tree.nodes import NamedReply, ReplyRef, ScriptFile
+
+SCRIPT_SUFFIXES = (".mockllm", ".json")
+
+
+@attrs.frozen
+class Library:
+    """The files of a library in load order, with what loading them reported.
+
+    ``aliases`` maps a file's name to its imports (alias → the imported file's name); an alias whose
+    file could not be loaded maps to a name that is not in ``files``."""
+
+    files: tuple[ScriptFile, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+    sources: Mapping[str, str] = attrs.field(factory=dict)
+    aliases: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+
+    def file(self, name: str) -> ScriptFile | None:
+        for f in self.files:
+            if f.path == name:
+                return f
+        return None
+
+    def named_reply(self, file: str, ref: ReplyRef) -> NamedReply | None:
+        """The named reply ``reply like NAME`` / ``reply like ALIAS.NAME`` refers to from ``file``."""
+        target = file
+        if ref.alias is not None:
+            target_name = self.aliases.get(file, {}).get(ref.alias)
+            if target_name is None:
+                return None
+            target = target_name
+        script = self.file(target)
+        if script is None:
+            return None
+        for reply in script.replies:
+            if reply.name == ref.name:
+                return reply
+        return None
+
+
+def display_name(path: str | os.PathLike[str]) -> str:
+    """A file's name in spans: relative to the working directory when it lies below it."""
+    absolute = os.path.abspath(os.fspath(path))
+    try:
+        rel = os.path.relpath(absolute)
+    except ValueError:  # another drive on Windows
+        return absolute
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return absolute
+    return rel
+
+
+def _parse(text: str, name: str) -> tuple[ScriptFile | None, list[Diagnostic]]:
+    if name.endswith(".json") or text.lstrip().startswith("{"):
+        from mockllm.dsl.format.jsonform import from_json_text
+
+        return from_json_text(text, name)
+    from mockllm.dsl.parse.parser import parse_text
+
+    return parse_text(text, name)
+
+
+@attrs.define
+class _Loader:
+    files: list[ScriptFile] = attrs.field(factory=list)
+    diagnostics: list[Diagnostic] = attrs.field(factory=list)
+    sources: dict[str, str] = attrs.field(factory=dict)
+    aliases: dict[str, dict[str, str]] = attrs.field(factory=dict)
+    loaded: dict[str, str] = attrs.field(factory=dict)  # real path -> display name
+    stack: list[tuple[str, str]] = attrs.field(factory=list)  # (real path, display name) being loaded
+
+    def library(self) -> Library:
+        return Library(
+            files=tuple(self.files),
+            diagnostics=tuple(self.diagnostics),
+            sources=dict(self.sources),
+            aliases={k: dict(v) for k, v in self.aliases.items()},
+        )
+
+    def load_file(self, path: str, name: str) -> None:
+        """Read, parse and add one file (and, first, its imports)."""
+        real = os.path.realpath(path)
+        if real in self.loaded:
+            return
+        self.loaded[real] = name
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except UnicodeDecodeError as exc:
+            self.diagnostics.append(
+                error("read-error", f"cannot read {name}: not UTF-8 text ({exc.reason})", Span(name, 0, 0, 0, 0))
+            )
+            return
+        except OSError as exc:
+            self.diagnostics.append(
+                error("read-error", f"cannot read {name}: {exc.strerror or exc}", Span(name, 0, 0, 0, 0))
+            )
+            return
+        self.add_text(text, name, os.path.dirname(os.path.abspath(path)), real)
+
+    def add_text(self, text: str, name: str, base_dir: str, real: str) -> None:
+        self.sources[name] = text
+        try:
+            script, diags = _parse(text, name)
+        except Exception as exc:  # a parser bug must not take the loader down with it
+            script, diags = None, [error("internal", f"cannot parse {name}: {exc}", Span(name, 0, 0, 0, 0))]
+        self.diagnostics.extend(diags)
+        if script is None:
+            return
+        if script.path != name:
+            script = attrs.evolve(script, path=name)
+        self.stack.append((real, name))
+        self.aliases[name] = {}
+        for use in script.uses:
+            self.load_import(name, base_dir, use.path, use.alias, use.span)
+        self.stack.pop()
+        self.files.append(script)
+
+    def load_import(self, importer: str, base_dir: str, rel: str, alias: str, span: Span) -> None:
+        target = os.path.normpath(os.path.join(base_dir, rel))
+        target_name = display_name(target)
+        at = span if span.line > 0 else Span(importer, 0, 0, 0, 0)
+        if alias not in self.aliases[importer]:
+            self.aliases[importer][alias] = target_name
+        real = os.path.realpath(target)
+        chain = [r for r, _ in self.stack]
+        if real in chain:
+            names = [n for _, n in self.stack[chain.index(real) :]] + [target_name]
+            self.diagnostics.append(
+                error(
+                    "import-cycle",
+                    "import cycle: " + " → ".join(names),
+                    at,
+                    hint="move the shared replies into a file that neither imports",
+                )
+            )
+            return
+        if real in self.loaded:
+            self.aliases[importer][alias] = self.loaded[real]
+            return
+        if not os.path.isfile(target):
+            what = "is a directory, not a file" if os.path.isdir(target) else "was not found"
+            if os.path.normpath(rel) != target_name:
+                what += f" (looked for {target_name})"
+            self.diagnostics.append(
+                error(
+                    "not-found",
+                    f'imported file "{rel}" {what}',
+                    at,
+                    hint=f"paths in `use` are relative to the importing file ({importer})",
+                )
+            )
+            return
+        self.load_file(target, target_name)
+
+
+def _expand(path: str | os.PathLike[str]) -> list[Path] | None:
+    p = Path(path)
+    if p.is_dir():
+        found = [f for f in p.rglob("*") if f.is_file() and f.suffix in SCRIPT_SUFFIXES]
+        return sorted(found, key=lambda f: f.relative_to(p).as_posix())
+    if p.is_file():
+        return [p]
+    return None
+
+
+def load_paths(paths: Sequence[str | os.PathLike[str]]) -> Library:
+    """Load files and directories in the order given (a directory's files sorted by path)."""
+    loader = _Loader()
+    for path in paths:
+        found = _expand(path)
+        if found is None:
+            shown = os.fspath(path)
+            loader.diagnostics.append(
+                error(
+                    "not-found",
+                    f"{shown}: no such file or directory",
+                    Span(shown, 0, 0, 0, 0),
+                    hint="give a .mockllm or .json file, or a directory holding them",
+                )
+            )
+            continue
+        for f in found:
+            loader.load_file(str(f), display_name(f))
+    return loader.library()
+
+
+def load_text(text: str, file: str = "<text>", base_dir: str | None = None) -> Library:
+    """Load one script given as text (``.mockllm`` syntax, or the JSON form when it starts with ``{``).
+
+    Its imports resolve against ``base_dir`` (default: the working directory)."""
+    loader = _Loader()
+    base = os.path.abspath(base_dir) if base_dir is not None else os.getcwd()
+    loader.add_text(text, file, base, os.path.join(base, f"\0{file}"))
+    return loader.library()

@@ -1,0 +1,1 @@
+"""Stage 5 of the pipeline: the engine -- conversations, conditions, step selection, the journal."""

@@ -1,0 +1,352 @@
+"""Evaluating one condition against a provider-neutral request.
+
+:func:`evaluate` answers whether a condition holds and the value the request had, rendered for
+people (``"hello"``, ``absent``, ``["get_time"]``, ``3``), so a no-match report or an expectation
+failure can say what was actually seen.
+
+A subject the request lacks (no such header, field, tool result, user message) is *absent*: the
+positive predicates (``is``, ``contains``, ``matches``, ``glob``, ``include``, ``is at least`` …)
+fail on it, their negations (``is not``, ``not contains``, ``not matches``, ``exclude``) hold, and
+``is absent`` holds."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import json
+import re
+from typing import Any, Final
+
+from mockllm.dsl.tree.nodes import Capture, Condition, Regex, Subject
+from mockllm.runtime.request import ChatRequest, ToolResult
+
+
+class _Absent:
+    """The value of a subject the request does not have."""
+
+    def __repr__(self) -> str:
+        return "absent"
+
+
+ABSENT: Final = _Absent()
+
+_NEGATED = {"is_not": "is", "not_contains": "contains", "not_matches": "matches", "exclude": "include"}
+_FLAG_BITS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_SEEN_LIMIT = 200
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Regexes
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_regex(pattern: str, flags: str = "", ignore_case: bool = False) -> re.Pattern[str] | None:
+    """The compiled regex (cached); None when the pattern does not compile."""
+    bits = 0
+    for f in flags:
+        bits |= _FLAG_BITS.get(f, 0)
+    if ignore_case:
+        bits |= re.IGNORECASE
+    try:
+        return re.compile(pattern, bits)
+    except re.error:
+        return None
+
+
+def _regex(value: Any, ignore_case: bool) -> re.Pattern[str] | None:
+    if isinstance(value, Regex):
+        return compile_regex(value.pattern, value.flags, ignore_case)
+    if isinstance(value, str):
+        return compile_regex(value, "", ignore_case)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Subjects
+
+
+def _walk(body: Any, path: str) -> Any:
+    value = body
+    if path == "":
+        return value
+    for part in path.split("."):
+        if isinstance(value, dict):
+            if part not in value:
+                return ABSENT
+            value = value[part]
+        elif isinstance(value, list):
+            if not part.isdigit():
+                return ABSENT
+            i = int(part)
+            if i >= len(value):
+                return ABSENT
+            value = value[i]
+        else:
+            return ABSENT
+    return value
+
+
+def role_values(chat: ChatRequest, role: str) -> list[str]:
+    """The text of every message of ``role`` (a tool message reads its result content), in order."""
+    out: list[str] = []
+    for m in chat.messages:
+        if m.role != role:
+            continue
+        if m.tool_result is not None:
+            out.append(m.tool_result.content)
+        else:
+            out.append(m.text)
+    return out
+
+
+def subject_value(subject: Subject, chat: ChatRequest) -> Any:
+    """What ``subject`` reads from the request, or :data:`ABSENT`. ``any ROLE message`` gives the list
+    of that role's message texts; ``tool result for`` gives the :class:`ToolResult`."""
+    kind = subject.kind
+    if kind == "provider":
+        return chat.provider
+    if kind == "endpoint":
+        return chat.endpoint
+    if kind == "model":
+        return chat.model
+    if kind == "stream":
+        return chat.stream
+    if kind == "last_user_message":
+        v = chat.last_user_message()
+        return ABSENT if v is None else v
+    if kind == "last_message":
+        v = chat.last_message()
+        return ABSENT if v is None else v
+    if kind == "any_message":
+        return role_values(chat, subject.arg or "")
+    if kind == "system_prompt":
+        if chat.system:
+            return chat.system
+        system = role_values(chat, "system")
+        return "\n".join(system) if system else ABSENT
+    if kind == "tools":
+        names = chat.tool_names()
+        return list(names) if names else ABSENT
+    if kind == "tool_result":
+        r = chat.latest_tool_result(subject.arg or "")
+        return ABSENT if r is None else r
+    if kind == "header":
+        h = chat.header(subject.arg or "")
+        return ABSENT if h is None else h
+    if kind == "field":
+        return _walk(chat.body, subject.arg or "")
+    if kind == "turn":
+        return chat.turn()
+    return ABSENT
+
+
+def subject_text(subject: Subject, chat: ChatRequest) -> list[str]:
+    """The strings a capture regex searches, most relevant first (an empty list when absent)."""
+    v = subject_value(subject, chat)
+    if subject.kind == "any_message":
+        return list(reversed(v))
+    if v is ABSENT:
+        return []
+    if isinstance(v, ToolResult):
+        return [v.content]
+    if subject.kind == "tools":
+        return [",".join(v)]
+    return [_as_text(v)]
+
+
+def _as_text(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, ToolResult):
+        return v.content
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rendering what was seen
+
+
+def _short(s: str) -> str:
+    if len(s) <= _SEEN_LIMIT:
+        return json.dumps(s, ensure_ascii=False)
+    return json.dumps(s[:_SEEN_LIMIT], ensure_ascii=False)[:-1] + f'…" ({len(s)} characters)'
+
+
+def show(v: Any) -> str:
+    """A value as people read it in a report."""
+    if v is ABSENT:
+        return "absent"
+    if isinstance(v, ToolResult):
+        text = _short(v.content)
+        return f"{text} (marked as an error)" if v.is_error else text
+    if isinstance(v, str):
+        return _short(v)
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return "[" + ", ".join(_short(x) for x in v) + "]"
+    text = json.dumps(v, ensure_ascii=False)
+    return text if len(text) <= _SEEN_LIMIT else text[:_SEEN_LIMIT] + "…"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Predicates
+
+
+def _fold(v: Any, ignore_case: bool) -> Any:
+    if not ignore_case:
+        return v
+    if isinstance(v, str):
+        return v.casefold()
+    if isinstance(v, list):
+        return [_fold(x, True) for x in v]
+    if isinstance(v, dict):
+        return {k: _fold(x, True) for k, x in v.items()}
+    return v
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _same(v: Any, lit: Any, ignore_case: bool) -> bool:
+    """Typed equality: never coerces a string to a number or a number to a boolean."""
+    if isinstance(v, ToolResult):
+        v = v.content
+    if isinstance(lit, bool) or isinstance(v, bool):
+        return isinstance(lit, bool) and isinstance(v, bool) and v is lit
+    if _is_number(lit) or _is_number(v):
+        return _is_number(lit) and _is_number(v) and v == lit
+    if lit is None or v is None:
+        return lit is None and v is None
+    if type(v) is not type(lit) and not (isinstance(v, list) and isinstance(lit, list | tuple)):
+        return False
+    if isinstance(lit, tuple):
+        lit = list(lit)
+    return bool(_fold(v, ignore_case) == _fold(lit, ignore_case))
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, ToolResult):
+        v = v.content
+    if _is_number(v):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _is_error(v: Any) -> bool:
+    if not isinstance(v, ToolResult):
+        return False
+    if v.is_error:
+        return True
+    try:
+        parsed = json.loads(v.content)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(parsed, dict) and "error" in parsed
+
+
+def _positive(op: str, v: Any, operand: Any, ignore_case: bool) -> bool:
+    """A non-negated predicate on a present value."""
+    if op == "is":
+        return _same(v, operand, ignore_case)
+    if op == "present":
+        return True
+    if op == "absent":
+        return False
+    if op == "error":
+        return _is_error(v)
+    if op in ("at_least", "at_most"):
+        n = _number(v)
+        limit = _number(operand)
+        if n is None or limit is None:
+            return False
+        return n >= limit if op == "at_least" else n <= limit
+    if op == "include":
+        needle = _fold(operand, ignore_case)
+        if isinstance(v, list):
+            return any(_same(x, operand, ignore_case) for x in v)
+        if isinstance(v, dict):
+            return needle in _fold(list(v), ignore_case)
+        return isinstance(needle, str) and needle in _fold(_as_text(v), ignore_case)
+    # string predicates: a list holds when one of its elements does
+    if isinstance(v, list):
+        return any(_positive(op, x, operand, ignore_case) for x in v)
+    text = _as_text(v)
+    if op == "contains":
+        return isinstance(operand, str) and _fold(operand, ignore_case) in _fold(text, ignore_case)
+    if op == "matches":
+        rx = _regex(operand, ignore_case)
+        return rx is not None and rx.search(text) is not None
+    if op == "glob":
+        if not isinstance(operand, str):
+            return False
+        if ignore_case:
+            return fnmatch.fnmatchcase(text.casefold(), operand.casefold())
+        return fnmatch.fnmatchcase(text, operand)
+    return False
+
+
+def _holds(op: str, v: Any, operand: Any, ignore_case: bool) -> bool:
+    if op in _NEGATED:
+        return not _holds(_NEGATED[op], v, operand, ignore_case)
+    if v is ABSENT:
+        return op == "absent"
+    return _positive(op, v, operand, ignore_case)
+
+
+def _check(cond: Condition, v: Any) -> bool:
+    op = cond.predicate.op
+    if cond.subject.kind == "any_message":
+        if op == "present":
+            return bool(v)
+        if op == "absent":
+            return not v
+        return any(_holds(op, x, cond.predicate.value, cond.ignore_case) for x in v)
+    return _holds(op, v, cond.predicate.value, cond.ignore_case)
+
+
+def holds(cond: Condition, chat: ChatRequest) -> bool:
+    """Whether ``cond`` holds for ``chat`` (the matching hot path: nothing rendered)."""
+    return _check(cond, subject_value(cond.subject, chat))
+
+
+def evaluate(cond: Condition, chat: ChatRequest) -> tuple[bool, str]:
+    """Whether ``cond`` holds for ``chat``, and the value seen, rendered for people."""
+    v = subject_value(cond.subject, chat)
+    if cond.subject.kind == "any_message" and not v:
+        return _check(cond, v), "absent"
+    return _check(cond, v), show(v)
+
+
+def capture(cap: Capture, chat: ChatRequest) -> str | None:
+    """The value a capture takes (its first group, or the whole match), or None when the regex does not
+    match its subject."""
+    rx = compile_regex(cap.regex.pattern, cap.regex.flags)
+    if rx is None:
+        return None
+    for text in subject_text(cap.subject, chat):
+        m = rx.search(text)
+        if m is None:
+            continue
+        if rx.groups >= 1:
+            return m.group(1) or ""
+        return m.group(0)
+    return None
+
+
+def capture_seen(cap: Capture, chat: ChatRequest) -> str:
+    """The value a failed capture searched, rendered for people."""
+    v = subject_value(cap.subject, chat)
+    if cap.subject.kind == "any_message" and not v:
+        return "absent"
+    return show(v)

@@ -1,0 +1,208 @@
+"""Conversations: which chat a request belongs to, and each chat's machine states.
+
+A conversation is named by the ``x-mockllm-conversation`` header, else by a fingerprint of its
+opening (system prompt and first user message), which every later turn of a chat repeats whatever
+the provider. Each conversation holds, per scenario machine it has touched, a small immutable
+:class:`MachineState`. The table is bounded by count (least recently used first) and idle time, so
+memory stays flat however many conversations a long run opens."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+
+import attrs
+
+from mockllm.dsl.machines.compiled import START
+from mockllm.runtime.clock import Clock
+from mockllm.runtime.request import ChatRequest, Message
+
+CONVERSATION_HEADER = "x-mockllm-conversation"
+
+
+def fingerprint(chat: ChatRequest) -> str:
+    """16 hex digits of sha256 over the opening: system prompt and first user message."""
+    system = chat.system or "\n".join(m.text for m in chat.messages if m.role == "system")
+    first_user = next((m.text for m in chat.messages if m.role == "user"), "")
+    digest = hashlib.sha256()
+    digest.update(system.encode("utf-8", "surrogatepass"))
+    digest.update(b"\x00")
+    digest.update(first_user.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:16]
+
+
+def conversation_key(chat: ChatRequest) -> str:
+    explicit = chat.header(CONVERSATION_HEADER)
+    if explicit:
+        return explicit
+    return fingerprint(chat)
+
+
+@attrs.frozen
+class MachineState:
+    """One machine's state in one conversation. ``generation`` ties it to the machine definition it
+    was built for: a reloaded, changed machine starts afresh."""
+
+    generation: int
+    position: int = START
+    uses: tuple[tuple[int, int], ...] = ()  # (step index, times used), only for steps used, by index
+    captures: tuple[tuple[str, str], ...] = ()
+
+    def used(self, index: int) -> int:
+        for i, count in self.uses:
+            if i == index:
+                return count
+        return 0
+
+    def uses_by_index(self) -> dict[int, int]:
+        return dict(self.uses)
+
+    def captured(self) -> dict[str, str]:
+        return dict(self.captures)
+
+    def advance(self, index: int, max_uses: int | None, captures: dict[str, str]) -> MachineState:
+        """The state after step ``index`` matched (same rule as :meth:`Machine.advance`, kept sparse so
+        a long machine costs nothing per request): its use count grows; once used up, the position
+        moves to it (`always` steps never move the position)."""
+        counts = dict(self.uses)
+        counts[index] = counts.get(index, 0) + 1
+        position = self.position
+        if max_uses is not None and counts[index] >= max_uses:
+            position = index
+        return MachineState(self.generation, position, tuple(sorted(counts.items())), tuple(captures.items()))
+
+
+class Conversation:
+    __slots__ = ("key", "last_used", "lock", "states")
+
+    def __init__(self, key: str, now: float) -> None:
+        self.key = key
+        self.lock = threading.Lock()
+        self.last_used = now
+        self.states: dict[str, MachineState] | None = None  # created on first use
+
+    def state(self, machine: str, generation: int) -> MachineState:
+        if self.states is not None:
+            s = self.states.get(machine)
+            if s is not None and s.generation == generation:
+                return s
+        return MachineState(generation)
+
+    def set_state(self, machine: str, state: MachineState) -> None:
+        if self.states is None:
+            self.states = {}
+        self.states[machine] = state
+
+
+class ConversationTable:
+    """Conversations by key, least recently used first; thread-safe."""
+
+    def __init__(self, clock: Clock, max_count: int, idle_seconds: float) -> None:
+        self._clock = clock
+        self._max = max(1, max_count)
+        self._idle = idle_seconds
+        self._lock = threading.Lock()
+        self._table: OrderedDict[str, Conversation] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def _evict_idle(self, now: float) -> None:
+        while self._table:
+            oldest = next(iter(self._table.values()))
+            if now - oldest.last_used <= self._idle:
+                break
+            self._table.popitem(last=False)
+
+    def get(self, key: str) -> Conversation:
+        """The conversation named ``key``, created if new, marked as just used."""
+        now = self._clock.monotonic()
+        with self._lock:
+            self._evict_idle(now)
+            conv = self._table.get(key)
+            if conv is None:
+                conv = Conversation(key, now)
+                self._table[key] = conv
+                while len(self._table) > self._max:
+                    self._table.popitem(last=False)
+            else:
+                conv.last_used = now
+                self._table.move_to_end(key)
+            return conv
+
+    def peek(self, key: str) -> Conversation | None:
+        """The conversation if it exists (not created, not marked as used)."""
+        with self._lock:
+            self._evict_idle(self._clock.monotonic())
+            return self._table.get(key)
+
+    def drop(self, key: str) -> None:
+        with self._lock:
+            self._table.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._table.clear()
+
+    def snapshot(self) -> list[Conversation]:
+        with self._lock:
+            self._evict_idle(self._clock.monotonic())
+            return list(self._table.values())
+
+    def __iter__(self) -> Iterator[Conversation]:
+        return iter(self.snapshot())
+
+
+@attrs.frozen
+class StoredResponse:
+    conversation: str
+    history: tuple[Message, ...]  # the request's messages and the assistant reply
+    stored_at: float = attrs.field(eq=False)
+
+
+class ResponseStore:
+    """What the server answered on the Responses API, by response id, for ``previous_response_id``.
+    Bounded like the conversation table."""
+
+    def __init__(self, clock: Clock, max_count: int, idle_seconds: float) -> None:
+        self._clock = clock
+        self._max = max(1, max_count)
+        self._idle = idle_seconds
+        self._lock = threading.Lock()
+        self._table: OrderedDict[str, StoredResponse] = OrderedDict()
+
+    def put(self, response_id: str, conversation: str, history: tuple[Message, ...]) -> None:
+        now = self._clock.monotonic()
+        with self._lock:
+            self._table[response_id] = StoredResponse(conversation, history, now)
+            self._table.move_to_end(response_id)
+            while len(self._table) > self._max:
+                self._table.popitem(last=False)
+
+    def get(self, response_id: str) -> StoredResponse | None:
+        """The stored response, trying the id as given and without a provider prefix (``resp_…``)."""
+        now = self._clock.monotonic()
+        with self._lock:
+            while self._table:
+                oldest = next(iter(self._table.values()))
+                if now - oldest.stored_at <= self._idle:
+                    break
+                self._table.popitem(last=False)
+            found = self._table.get(response_id)
+            if found is None and "_" in response_id:
+                found = self._table.get(response_id.split("_", 1)[1])
+            return found
+
+    def drop_conversation(self, conversation: str) -> None:
+        with self._lock:
+            for rid in [k for k, v in self._table.items() if v.conversation == conversation]:
+                del self._table[rid]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._table.clear()
+
+    def __len__(self) -> int:
+        return len(self._table)

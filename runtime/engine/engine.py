@@ -1,0 +1,570 @@
+"""The engine: one instance of every scenario's state machine per conversation; selects the step for
+a request, advances the state and plans the reply. Pure and synchronous: no I/O, time from a Clock.
+
+Selection: machines in library order (priority, then load order); in each, the eligible steps in
+file order; the first whose conditions all hold and whose captures all match wins. Matching and the
+state change are atomic per conversation (one lock each); the engine-level locks guard only the
+tables shared between conversations."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mockllm.dsl.machines.compiled import START, CompiledLibrary, CompiledStep, Machine
+from mockllm.dsl.span import NO_SPAN, Span
+from mockllm.dsl.tree import describe
+from mockllm.dsl.tree.nodes import Condition, Echo, ReplyBlock, Subject
+from mockllm.runtime.clock import Clock, SystemClock
+from mockllm.runtime.engine.conditions import capture, evaluate, holds, subject_value
+from mockllm.runtime.engine.conversations import (
+    CONVERSATION_HEADER,
+    Conversation,
+    ConversationTable,
+    MachineState,
+    ResponseStore,
+    conversation_key,
+)
+from mockllm.runtime.engine.journal import Journal, JournalEntry
+from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name
+from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
+from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
+from mockllm.runtime.request import ChatRequest, Message, ToolCall, resolve_tool_names
+
+ECHO_BLOCK = ReplyBlock((Echo(),))
+EXPECTATION_PREFIX = "mockllm: expectation failed"
+
+
+_INDEX_MIN_STEPS = 64  # below this, scanning every eligible step is as fast as an index lookup
+_GRAM = 3
+_INDEXED_SUBJECTS = frozenset(
+    {"provider", "endpoint", "model", "last_user_message", "last_message", "system_prompt", "header"}
+)
+_SubjectKey = tuple[Subject, bool]  # the subject, ignoring case
+_StepRef = tuple[int, int]  # machine index, step index
+
+
+def _subject_key(cond: Condition) -> _SubjectKey | None:
+    if cond.subject.kind not in _INDEXED_SUBJECTS:
+        return None
+    return (cond.subject, cond.ignore_case)
+
+
+def _grams(text: str) -> set[str]:
+    return {text[i : i + _GRAM] for i in range(len(text) - _GRAM + 1)}
+
+
+class _StepIndex:
+    """A prefilter for long libraries: each step is filed under its most selective *guard*, one of its
+    conditions that a request can be looked up by (``SUBJECT is "v"`` by value, ``SUBJECT contains "s"``
+    by a 3-character piece of ``s``). A request's candidates are the steps whose guard it can satisfy
+    plus the steps without a guard: a superset of the steps that can match, so selection among them
+    gives the same answer as scanning everything."""
+
+    def __init__(self, machines: Sequence[Machine]) -> None:
+        eq_count: dict[tuple[_SubjectKey, str], int] = {}
+        gram_count: dict[tuple[_SubjectKey, str], int] = {}
+        options: dict[_StepRef, list[tuple[str, _SubjectKey, str]]] = {}
+        for mi, m in enumerate(machines):
+            for st in m.steps:
+                opts: list[tuple[str, _SubjectKey, str]] = []
+                for cond in st.conditions:
+                    key = _subject_key(cond)
+                    value = cond.predicate.value
+                    if key is None or not isinstance(value, str):
+                        continue
+                    folded = value.casefold() if cond.ignore_case else value
+                    if cond.predicate.op == "is":
+                        opts.append(("eq", key, folded))
+                        eq_count[(key, folded)] = eq_count.get((key, folded), 0) + 1
+                    elif cond.predicate.op == "contains" and len(folded) >= _GRAM:
+                        for g in _grams(folded):
+                            opts.append(("gram", key, g))
+                            gram_count[(key, g)] = gram_count.get((key, g), 0) + 1
+                options[(mi, st.index)] = opts
+        self.eq: dict[_SubjectKey, dict[str, list[_StepRef]]] = {}
+        self.gram: dict[_SubjectKey, dict[str, list[_StepRef]]] = {}
+        unguarded: dict[int, set[int]] = {}
+        for ref, opts in options.items():
+            if not opts:
+                unguarded.setdefault(ref[0], set()).add(ref[1])
+                continue
+            kind, key, piece = min(opts, key=lambda o: (eq_count if o[0] == "eq" else gram_count)[(o[1], o[2])])
+            table = self.eq if kind == "eq" else self.gram
+            table.setdefault(key, {}).setdefault(piece, []).append(ref)
+        self.unguarded = {mi: frozenset(v) for mi, v in unguarded.items()}
+
+    def candidates(self, chat: ChatRequest) -> dict[int, set[int]]:
+        """Step indexes by machine index that may match ``chat`` (steps without a guard excluded)."""
+        found: dict[int, set[int]] = {}
+
+        def add(refs: list[_StepRef]) -> None:
+            for mi, idx in refs:
+                found.setdefault(mi, set()).add(idx)
+
+        values: dict[_SubjectKey, str | None] = {}
+
+        def value_of(key: _SubjectKey) -> str | None:
+            if key not in values:
+                v = subject_value(key[0], chat)
+                values[key] = (v.casefold() if key[1] else v) if isinstance(v, str) else None
+            return values[key]
+
+        for key, eq_table in self.eq.items():
+            v = value_of(key)
+            if v is not None and v in eq_table:
+                add(eq_table[v])
+        for key, gram_table in self.gram.items():
+            v = value_of(key)
+            if v is None:
+                continue
+            if len(gram_table) <= 32:
+                for g, refs in gram_table.items():
+                    if g in v:
+                        add(refs)
+            else:
+                for g in _grams(v):
+                    hit = gram_table.get(g)
+                    if hit is not None:
+                        add(hit)
+        return found
+
+
+class _Loaded:
+    """A library with what the engine precomputes for it; replaced as a whole on load."""
+
+    __slots__ = ("by_predecessor", "generations", "index", "initial", "library", "locations")
+
+    def __init__(self, library: CompiledLibrary, generations: tuple[int, ...]) -> None:
+        self.library = library
+        self.generations = generations
+        self.initial = tuple(MachineState(g) for g in generations)
+        # each step's "file:line:col" for the journal, formatted once instead of per request
+        self.locations = tuple(tuple(_location(s.span) for s in m.steps) for m in library.machines)
+        by_pred: list[dict[int, tuple[int, ...]] | None] = []
+        for m in library.machines:
+            if m.order_any:
+                by_pred.append(None)
+                continue
+            table: dict[int, list[int]] = {}
+            for s in m.steps:
+                table.setdefault(s.predecessor, []).append(s.index)
+            by_pred.append({k: tuple(v) for k, v in table.items()})
+        self.by_predecessor = tuple(by_pred)
+        self.index = _StepIndex(library.machines) if library.step_count() >= _INDEX_MIN_STEPS else None
+
+    def eligible(self, mi: int, state: MachineState) -> tuple[int, ...]:
+        """Same answer as :meth:`Machine.eligible`, without scanning every step of a long machine."""
+        machine = self.library.machines[mi]
+        table = self.by_predecessor[mi]
+        candidates = range(len(machine.steps)) if table is None else table.get(state.position, ())
+        steps = machine.steps
+        if not state.uses:
+            return tuple(candidates)
+        uses = state.uses_by_index()
+        out: list[int] = []
+        for i in candidates:
+            limit = steps[i].max_uses
+            if limit is None or uses.get(i, 0) < limit:
+                out.append(i)
+        return tuple(out)
+
+    def state(self, mi: int, conv: Conversation) -> MachineState:
+        if conv.states is not None:
+            s = conv.states.get(self.library.machines[mi].name)
+            if s is not None and s.generation == self.generations[mi]:
+                return s
+        return self.initial[mi]
+
+
+@attrs.frozen
+class _Selection:
+    machine: Machine | None = None
+    machine_index: int = -1
+    step: CompiledStep | None = None
+    captures: Mapping[str, str] = attrs.field(factory=dict)
+    report: NoMatchReport | None = None
+    echo: bool = False
+
+
+def _used_up(step: CompiledStep, used: int) -> bool:
+    return step.max_uses is not None and used >= step.max_uses
+
+
+def _location(span: Span) -> str:
+    return span.location()
+
+
+_NO_ENV: Mapping[str, str] = {}
+
+
+def _env(
+    block: ReplyBlock, chat: ChatRequest, machine: Machine | None, captures: Mapping[str, str]
+) -> Mapping[str, str]:
+    """The template variables of a reply (nothing for a block without templates, which reads none)."""
+    if not needs_env(block):
+        return _NO_ENV
+    env: dict[str, str] = {}
+    if machine is not None:
+        for let in machine.lets:
+            env[let.name] = let.value
+    env.update(captures)
+    env["request.model"] = chat.model
+    env["request.last_user_message"] = chat.last_user_message() or ""
+    for m in chat.messages:
+        r = m.tool_result
+        if r is not None and r.name:
+            env[f"tool_result.{r.name}"] = r.content
+    return env
+
+
+def _where(where: str | tuple[Machine, CompiledStep]) -> str:
+    """A reply's place for messages (built only when a message needs it)."""
+    if isinstance(where, str):
+        return where
+    machine, step = where
+    return f'scenario "{machine.name}", step `{step.name}` ({_location(step.span)})'
+
+
+def _call_offset(chat: ChatRequest) -> int:
+    return sum(len(m.tool_calls) for m in chat.messages)
+
+
+def journal_status(plan: Plan | None) -> int:
+    """The status a journal entry records when the engine plans ``plan`` (before it is sent)."""
+    return _status(plan)
+
+
+def _status(plan: Plan | None) -> int:
+    if plan is None:
+        return 404
+    if plan.error_status is not None:
+        return plan.error_status
+    if plan.raw_status is not None:
+        return plan.raw_status
+    return 200
+
+
+class Engine:
+    def __init__(
+        self,
+        library: CompiledLibrary | None,
+        *,
+        clock: Clock | None = None,
+        max_conversations: int = 10_000,
+        idle_seconds: float = 3600.0,
+        journal_limit: int = 10_000,
+    ) -> None:
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._lock = threading.Lock()  # generations, used steps, response counter
+        self._table = ConversationTable(self._clock, max_conversations, idle_seconds)
+        self._responses = ResponseStore(self._clock, max_conversations, idle_seconds)
+        self._journal = Journal(journal_limit)
+        self._generation = 0
+        self._used: set[tuple[str, int, int]] = set()  # (machine, generation, step index)
+        self._issued = 0
+        self._loaded: _Loaded | None = None
+        if library is not None:
+            self.load(library)
+
+    # ---- library ------------------------------------------------------------------------------------
+
+    @property
+    def library(self) -> CompiledLibrary | None:
+        loaded = self._loaded
+        return loaded.library if loaded is not None else None
+
+    def load(self, library: CompiledLibrary | None) -> None:
+        """Replace the library. Conversations keep the state of machines whose definition is unchanged;
+        a changed or new machine starts afresh in every conversation. ``None`` means echo only."""
+        with self._lock:
+            if library is None:
+                self._loaded = None
+                return
+            old: dict[str, tuple[Machine, int]] = {}
+            if self._loaded is not None:
+                for m, g in zip(self._loaded.library.machines, self._loaded.generations, strict=True):
+                    old[m.name] = (m, g)
+            generations: list[int] = []
+            for m in library.machines:
+                prev = old.get(m.name)
+                if prev is not None and prev[0] == m:
+                    generations.append(prev[1])
+                else:
+                    self._generation += 1
+                    generations.append(self._generation)
+            self._loaded = _Loaded(library, tuple(generations))
+
+    # ---- matching -----------------------------------------------------------------------------------
+
+    def _continue(self, chat: ChatRequest) -> tuple[ChatRequest, str, str | None]:
+        """The request with any Responses API history prepended, its conversation key, and the
+        ``previous_response_id`` when it names nothing this engine answered."""
+        prev = chat.previous_response_id
+        if prev:
+            stored = self._responses.get(prev)
+            if stored is None:
+                return chat, conversation_key(chat), prev
+            chat = attrs.evolve(chat, messages=resolve_tool_names(stored.history + chat.messages))
+            return chat, chat.header(CONVERSATION_HEADER) or stored.conversation, None
+        return chat, conversation_key(chat), None
+
+    def _select(
+        self, loaded: _Loaded | None, conv: Conversation, chat: ChatRequest, *, commit: bool, report: bool
+    ) -> _Selection:
+        """Find the step for ``chat``; with ``commit``, advance the state; with ``report``, explain a
+        no-match. Call with ``conv.lock`` held."""
+        if loaded is None:
+            return _Selection(echo=True)
+        machines = loaded.library.machines
+        index = loaded.index
+        if index is None:
+            order: Sequence[int] = range(len(machines))
+            found: dict[int, set[int]] = {}
+        else:
+            found = index.candidates(chat)
+            order = sorted(found.keys() | index.unguarded.keys())
+        for mi in order:
+            machine = machines[mi]
+            state = loaded.state(mi, conv)
+            if index is None:
+                steps: Sequence[int] = loaded.eligible(mi, state)
+            else:
+                allowed = found.get(mi, set()) | index.unguarded.get(mi, frozenset())
+                if machine.order_any:
+                    uses = state.uses_by_index()
+                    steps = [i for i in sorted(allowed) if not _used_up(machine.steps[i], uses.get(i, 0))]
+                else:
+                    steps = [i for i in loaded.eligible(mi, state) if i in allowed]
+            for idx in steps:
+                step = machine.steps[idx]
+                for c in step.conditions:  # a plain loop: no generator per step tried
+                    if not holds(c, chat):
+                        break
+                else:
+                    taken: dict[str, str] = {}
+                    for cap in step.captures:
+                        value = capture(cap, chat)
+                        if value is None:
+                            break
+                        taken[cap.name] = value
+                    else:
+                        captures = state.captured()
+                        if taken:
+                            captures.update(taken)
+                        if commit:
+                            conv.set_state(machine.name, state.advance(idx, step.max_uses, captures))
+                        return _Selection(machine, mi, step, captures)
+        if not report:
+            return _Selection()
+        views = []
+        for mi, machine in enumerate(machines):
+            state = loaded.state(mi, conv)
+            views.append(MachineView(machine, state, loaded.eligible(mi, state)))
+        return _Selection(report=build_report(chat, conv.key, views))
+
+    def _plan(
+        self, block: ReplyBlock, chat: ChatRequest, env: Mapping[str, str], where: str | tuple[Machine, CompiledStep]
+    ) -> tuple[Plan, str | None]:
+        try:
+            offset = _call_offset(chat) if needs_call_offset(block) else 0
+            return plan_reply(block, chat, env, call_offset=offset), None
+        except Exception as exc:  # a reply that cannot be built must not crash the server
+            message = f"mockllm: could not build the reply of {_where(where)}: {exc}"
+            return Plan(model=chat.model, error_status=500, error_message=message), message
+
+    def _decide(
+        self, loaded: _Loaded | None, chat: ChatRequest, sel: _Selection
+    ) -> tuple[Plan | None, str | None, str | None]:
+        """The plan for a selection, the expectation failure if any, and a note for the journal."""
+        if sel.echo:
+            plan, note = self._plan(ECHO_BLOCK, chat, _env(ECHO_BLOCK, chat, None, {}), "the echo responder")
+            return plan, None, note
+        if sel.step is not None and sel.machine is not None:
+            step, machine = sel.step, sel.machine
+            for cond in step.expects:
+                ok, seen = evaluate(cond, chat)
+                if not ok:
+                    failure = f"{describe.condition(cond)} — seen {seen} — in {_where((machine, step))}"
+                    message = f"{EXPECTATION_PREFIX}: {failure}"
+                    return Plan(model=chat.model, error_status=400, error_message=message), failure, None
+            plan, note = self._plan(step.reply, chat, _env(step.reply, chat, machine, sel.captures), (machine, step))
+            return plan, None, note
+        fallback = loaded.library.fallback if loaded is not None else None
+        if fallback is not None:
+            plan, note = self._plan(fallback, chat, _env(fallback, chat, None, {}), "the fallback")
+            return plan, None, note
+        return None, None, None
+
+    def handle(self, chat: ChatRequest) -> Outcome:
+        """Select the step for ``chat``, advance its conversation, plan the reply, journal it."""
+        loaded = self._loaded
+        chat, key, missing = self._continue(chat)
+        conv = self._table.get(key)
+        if missing is not None:
+            message = f"Previous response with id '{missing}' not found."
+            plan: Plan | None = Plan(model=chat.model, error_status=400, error_message=message)
+            note: str | None = "mockllm keeps answered responses only within its eviction bounds and until a reset"
+            sel = _Selection()
+            failure = None
+        else:
+            want_report = loaded is not None and loaded.library.fallback is None
+            with conv.lock:
+                sel = self._select(loaded, conv, chat, commit=True, report=want_report)
+            plan, failure, note = self._decide(loaded, chat, sel)
+        fallback = loaded is not None and sel.step is None and missing is None and plan is not None
+        machine, step = sel.machine, sel.step
+        used: tuple[str, int, int] | None = None
+        location: str | None = None
+        if step is not None and machine is not None and loaded is not None:
+            used = (machine.name, loaded.generations[sel.machine_index], step.index)
+            location = loaded.locations[sel.machine_index][step.index]
+        with self._lock:
+            self._issued += 1
+            response_id = hashlib.sha256(f"mockllm-response-{self._issued}".encode()).hexdigest()[:24]
+            if used is not None:
+                self._used.add(used)
+        scenario = machine.name if machine is not None else None
+        step_name = step.name if step is not None else None
+        no_match = sel.report if plan is None else None
+        entry_id = self._journal.next_id()
+        self._journal.add(
+            JournalEntry(
+                id=entry_id,
+                time=self._clock.now(),
+                conversation=key,
+                provider=chat.provider,
+                endpoint=chat.endpoint,
+                model=chat.model,
+                stream=chat.stream,
+                status=_status(plan),
+                scenario=scenario,
+                step=step_name,
+                location=location,
+                fallback=fallback,
+                echo=sel.echo,
+                no_match=no_match,
+                expectation_failed=failure,
+                response_id=response_id,
+                note=note,
+                # what `mockllm explain` needs, kept only where it explains a failure (bounded memory)
+                body=chat.body if no_match is not None or failure else None,
+            )
+        )
+        if chat.provider == "responses" and plan is not None and not (plan.is_error or plan.is_raw or plan.hang):
+            self._remember(response_id, key, chat, plan)
+        return Outcome(
+            conversation=key,
+            entry_id=entry_id,
+            plan=plan,
+            scenario=scenario,
+            step=step_name,
+            step_span=step.span if step is not None else NO_SPAN,
+            fallback=fallback,
+            no_match=no_match,
+            expectation_failed=failure,
+            response_id=response_id,
+        )
+
+    def _remember(self, response_id: str, key: str, chat: ChatRequest, plan: Plan) -> None:
+        calls = tuple(ToolCall(c.id_for("call_"), c.name, c.arguments) for c in plan.tool_calls)
+        reply = Message(role="assistant", text=plan.text, tool_calls=calls)
+        self._responses.put(response_id, key, (*chat.messages, reply))
+
+    def explain(self, chat: ChatRequest) -> Outcome:
+        """What :meth:`handle` would answer, without changing any state or the journal. When a fallback
+        would answer, ``no_match`` still carries the report on the nearest steps."""
+        loaded = self._loaded
+        chat, key, _missing = self._continue(chat)
+        conv = self._table.peek(key) or Conversation(key, self._clock.monotonic())
+        with conv.lock:
+            sel = self._select(loaded, conv, chat, commit=False, report=True)
+        plan, failure, _note = self._decide(loaded, chat, sel)
+        return Outcome(
+            conversation=key,
+            entry_id=0,
+            plan=plan,
+            scenario=sel.machine.name if sel.machine is not None else None,
+            step=sel.step.name if sel.step is not None else None,
+            step_span=sel.step.span if sel.step is not None else NO_SPAN,
+            fallback=loaded is not None and sel.step is None and plan is not None,
+            no_match=sel.report,
+            expectation_failed=failure,
+        )
+
+    # ---- bookkeeping --------------------------------------------------------------------------------
+
+    def finish(self, entry_id: int, status: int, client_gone: bool = False, note: str | None = None) -> None:
+        """Record the final status of a journalled request (and whether the client went away)."""
+        self._journal.finish(entry_id, status, client_gone, note)
+
+    def reset(self, conversation: str | None = None) -> None:
+        """Forget every conversation, the journal and step usage; or just one conversation."""
+        if conversation is None:
+            self._table.clear()
+            self._responses.clear()
+            self._journal.clear()
+            with self._lock:
+                self._used.clear()
+            return
+        self._table.drop(conversation)
+        self._responses.drop_conversation(conversation)
+        self._journal.drop_conversation(conversation)
+
+    def journal(self) -> list[dict[str, Any]]:
+        return self._journal.to_json()
+
+    def conversations(self) -> list[dict[str, Any]]:
+        loaded = self._loaded
+        now = self._clock.monotonic()
+        out: list[dict[str, Any]] = []
+        for conv in self._table.snapshot():
+            with conv.lock:
+                states = dict(conv.states) if conv.states is not None else {}
+            machines: list[dict[str, Any]] = []
+            if loaded is not None:
+                for mi, machine in enumerate(loaded.library.machines):
+                    state = states.get(machine.name)
+                    if state is None or state.generation != loaded.generations[mi]:
+                        continue
+                    machines.append(
+                        {
+                            "scenario": machine.name,
+                            "position": position_name(machine, state.position),
+                            "uses": {machine.steps[i].name: k for i, k in state.uses if i < len(machine.steps)},
+                            "captures": state.captured(),
+                        }
+                    )
+            out.append({"conversation": conv.key, "idle_seconds": max(0.0, now - conv.last_used), "machines": machines})
+        return out
+
+    def verify(self) -> dict[str, Any]:
+        """What a test's teardown asserts on: requests nothing answered, failed expectations, and steps
+        never used in any conversation since the last reset."""
+        entries = self._journal.entries()
+        unmatched = [e.to_json() for e in entries if e.unmatched]
+        failures = [e.to_json() for e in entries if e.expectation_failed is not None]
+        unused: list[dict[str, Any]] = []
+        loaded = self._loaded
+        if loaded is not None:
+            with self._lock:
+                used = set(self._used)
+            for mi, machine in enumerate(loaded.library.machines):
+                gen = loaded.generations[mi]
+                for s in machine.steps:
+                    if (machine.name, gen, s.index) not in used:
+                        unused.append({"scenario": machine.name, "step": s.name, "location": _location(s.span)})
+        return {
+            "ok": not unmatched and not failures,
+            "unmatched": unmatched,
+            "expectation_failures": failures,
+            "unused_steps": unused,
+        }
+
+
+__all__ = ["EXPECTATION_PREFIX", "START", "Engine", "journal_status"]

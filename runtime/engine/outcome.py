@@ -1,0 +1,62 @@
+"""What the engine answers for one request, and what it records in the journal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from mockllm.dsl.span import NO_SPAN, Span
+from mockllm.runtime.reply.plan import Plan
+
+
+@attrs.frozen
+class FailedCondition:
+    """One condition of a candidate step that did not hold, with the value the request had."""
+
+    condition: str  # as written in the script, e.g. 'last user message contains "weather"'
+    seen: str  # the value seen, rendered for people (e.g. '"hello"', 'absent', '["get_time"]')
+
+
+@attrs.frozen
+class Candidate:
+    scenario: str
+    step: str
+    span: Span
+    failed: tuple[FailedCondition, ...]
+    reason: str = ""  # why not eligible, e.g. "waits for step `ask` (position is `start`)"; "" if eligible
+
+
+@attrs.frozen
+class NoMatchReport:
+    message: str  # begins "mockllm: no step matched"; what the 404 body and the log carry
+    candidates: tuple[Candidate, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "message": self.message,
+            "candidates": [
+                {
+                    "scenario": c.scenario,
+                    "step": c.step,
+                    "location": c.span.location(),
+                    "reason": c.reason,
+                    "failed": [{"condition": f.condition, "seen": f.seen} for f in c.failed],
+                }
+                for c in self.candidates
+            ],
+        }
+
+
+@attrs.frozen
+class Outcome:
+    conversation: str
+    entry_id: int  # journal entry to update with the final status / client-gone flag
+    plan: Plan | None  # None: nothing matched and there is no fallback -> 404 with `no_match.message`
+    scenario: str | None = None
+    step: str | None = None
+    step_span: Span = attrs.field(default=NO_SPAN, eq=False)
+    fallback: bool = False
+    no_match: NoMatchReport | None = None
+    expectation_failed: str | None = None  # set (and plan is a 400 error plan) when an `expect:` failed
+    response_id: str = ""  # unique per engine, deterministic; adapters add their prefix ("chatcmpl-", "resp_" …)

@@ -1,0 +1,251 @@
+"""``mockllm explain LIBRARY REQUEST.json``: which step a recorded request would match, or why each
+candidate step fails. Exit 0 when a step matches, 1 when none does or the library or request is
+broken.
+
+REQUEST.json holds the request body as the client sent it. It may instead hold a wrapper
+``{"provider": …, "endpoint": …, "headers": {…}, "body": {…}}`` (the shape of a recorded request);
+``--provider`` and ``--endpoint`` override it, and without either the provider is guessed from the
+body's shape."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from mockllm.dsl.span import NO_SPAN
+from mockllm.runtime.engine.outcome import Outcome
+from mockllm.runtime.request import ChatRequest, HttpRequest
+
+PROVIDERS = ("openai", "anthropic", "gemini", "ollama", "responses")
+
+_ADAPTERS = {
+    "openai": ("openai_chat", "OpenAIChatAdapter"),
+    "anthropic": ("anthropic", "AnthropicAdapter"),
+    "gemini": ("gemini", "GeminiAdapter"),
+    "ollama": ("ollama", "OllamaAdapter"),
+    "responses": ("responses", "ResponsesAdapter"),
+}
+
+_ANTHROPIC_KEYS = ("anthropic_version", "stop_sequences", "thinking", "top_k")
+_ANTHROPIC_BLOCKS = ("image", "tool_use", "tool_result", "thinking", "document")
+_OLLAMA_KEYS = ("options", "keep_alive", "format", "think")
+
+
+class ExplainError(Exception):
+    """A problem with the command's input, said in one line."""
+
+
+def _is_anthropic_blocks(messages: Any) -> bool:
+    if not isinstance(messages, list):
+        return False
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") == "system":
+            return False  # Anthropic has no system role in messages
+        content = m.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and (block.get("type") in _ANTHROPIC_BLOCKS or "cache_control" in block):
+                    return True
+    return False
+
+
+def guess_provider(body: Any) -> str:
+    """The API a body was written for, from its shape: ``contents`` → gemini, ``input`` → responses,
+    Anthropic's ``max_tokens`` with content blocks or its own keys → anthropic, Ollama's own keys →
+    ollama, else openai."""
+    if not isinstance(body, dict):
+        return "openai"
+    if "contents" in body:
+        return "gemini"
+    if "input" in body and "messages" not in body:
+        return "responses"
+    messages = body.get("messages")
+    if any(k in body for k in _ANTHROPIC_KEYS):
+        return "anthropic"
+    if "system" in body and "messages" in body:
+        return "anthropic"
+    tools = body.get("tools")
+    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
+        return "anthropic"
+    if "max_tokens" in body and _is_anthropic_blocks(messages):
+        return "anthropic"
+    if any(k in body for k in _OLLAMA_KEYS):
+        return "ollama"
+    return "openai"
+
+
+def default_endpoint(provider: str, body: Any) -> str:
+    if provider == "anthropic":
+        return "/v1/messages"
+    if provider == "responses":
+        return "/v1/responses"
+    if provider == "ollama":
+        return "/api/chat"
+    if provider == "gemini":
+        model = body.get("model") if isinstance(body, dict) else None
+        name = model if isinstance(model, str) and model else "gemini-2.0-flash"
+        return f"/v1beta/models/{name.removeprefix('models/')}:generateContent"
+    return "/v1/chat/completions"
+
+
+def _read_request(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise ExplainError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ExplainError(f"{path} is not JSON: {exc}") from None
+
+
+def _unwrap(data: Any) -> tuple[Any, str | None, str | None, dict[str, str]]:
+    """(body, provider, endpoint, headers) from a bare body or a recorded-request wrapper."""
+    if isinstance(data, dict) and isinstance(data.get("body"), dict) and ("endpoint" in data or "provider" in data):
+        headers = data.get("headers")
+        hdrs = {str(k).lower(): str(v) for k, v in headers.items()} if isinstance(headers, Mapping) else {}
+        provider = data.get("provider")
+        endpoint = data.get("endpoint") or data.get("path")
+        return (
+            data["body"],
+            provider if isinstance(provider, str) else None,
+            endpoint if isinstance(endpoint, str) else None,
+            hdrs,
+        )
+    return data, None, None, {}
+
+
+def parse_request(data: Any, provider: str | None, endpoint: str | None) -> ChatRequest:
+    body, wrapped_provider, wrapped_endpoint, headers = _unwrap(data)
+    provider = provider or wrapped_provider or guess_provider(body)
+    if provider not in _ADAPTERS:
+        raise ExplainError(f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}")
+    endpoint = endpoint or wrapped_endpoint or default_endpoint(provider, body)
+    module_name, class_name = _ADAPTERS[provider]
+    try:
+        module = importlib.import_module(f"mockllm.runtime.providers.{module_name}")
+    except ModuleNotFoundError:
+        raise ExplainError(f"the {provider} provider is not available in this installation") from None
+    adapter = getattr(module, class_name)()
+    http = HttpRequest(
+        method="POST",
+        path=endpoint,
+        query={},
+        headers=headers,
+        body=json.dumps(body).encode("utf-8"),
+    )
+    from mockllm.runtime.providers.base import ProviderError
+
+    try:
+        chat: ChatRequest = adapter.parse(http)
+    except ProviderError as exc:
+        raise ExplainError(f"the request is not a valid {provider} request: {exc.message}") from None
+    return chat
+
+
+def _paths(library: Any) -> list[str]:
+    if isinstance(library, str | os.PathLike):
+        return [os.fspath(library)]
+    return [os.fspath(p) for p in library]
+
+
+def _summary(outcome: Outcome) -> list[str]:
+    plan = outcome.plan
+    if plan is None:
+        return []
+    if plan.hang:
+        return ["reply: hang (never answers)"]
+    if plan.error_status is not None:
+        return [f"reply: error {plan.error_status} {json.dumps(plan.error_message or '', ensure_ascii=False)}"]
+    if plan.is_raw:
+        return [f"reply: raw status {plan.raw_status if plan.raw_status is not None else 200}"]
+    lines = []
+    if plan.text:
+        lines.append(f"reply: text {json.dumps(plan.text, ensure_ascii=False)}")
+    for call in plan.tool_calls:
+        lines.append(f"reply: tool call {call.name} {call.arguments_json}")
+    if plan.refusal:
+        lines.append(f"reply: refusal {json.dumps(plan.refusal, ensure_ascii=False)}")
+    return lines
+
+
+def _to_json(outcome: Outcome, chat: ChatRequest) -> dict[str, Any]:
+    plan = outcome.plan
+    return {
+        "matched": outcome.step is not None,
+        "provider": chat.provider,
+        "conversation": outcome.conversation,
+        "scenario": outcome.scenario,
+        "step": outcome.step,
+        "location": outcome.step_span.location() if outcome.step_span != NO_SPAN else None,
+        "fallback": outcome.fallback,
+        "expectation_failed": outcome.expectation_failed,
+        "reply": None
+        if plan is None
+        else {
+            "text": plan.text,
+            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in plan.tool_calls],
+            "error_status": plan.error_status,
+            "error_message": plan.error_message,
+        },
+        "no_match": outcome.no_match.to_json() if outcome.no_match is not None else None,
+    }
+
+
+def _print_text(outcome: Outcome) -> None:
+    out = sys.stdout
+    if outcome.step is not None:
+        out.write(f'matches scenario "{outcome.scenario}", step `{outcome.step}` ({outcome.step_span.location()})\n')
+        if outcome.expectation_failed is not None:
+            out.write(f"but an expectation fails: {outcome.expectation_failed}\n")
+        for line in _summary(outcome):
+            out.write(line + "\n")
+        return
+    if outcome.fallback:
+        out.write("no step matches; the fallback answers\n")
+        for line in _summary(outcome):
+            out.write(line + "\n")
+    if outcome.no_match is not None:
+        out.write(outcome.no_match.message + "\n")
+    elif outcome.plan is not None:  # no library scenarios: the echo responder answers
+        out.write("no scenario applies; the echo responder answers\n")
+
+
+def explain_command(args: Any) -> int:
+    """Run ``mockllm explain``; ``args`` carries ``library``, ``request``, ``provider``, ``endpoint``,
+    ``format``."""
+    from mockllm.dsl.diagnostics import render
+    from mockllm.dsl.machines.compiler import load_and_compile
+    from mockllm.runtime.engine.engine import Engine
+
+    paths = _paths(args.library)
+    try:
+        compiled, library, diagnostics = load_and_compile(paths)
+    except Exception as exc:  # the loader reports problems as diagnostics; anything else is still one line
+        sys.stderr.write(f"mockllm: cannot load {', '.join(paths)}: {exc}\n")
+        return 1
+    if diagnostics:
+        sys.stderr.write(render(diagnostics, library.sources).rstrip("\n") + "\n")
+    if compiled is None:
+        sys.stderr.write("mockllm: the library has errors; nothing to explain\n")
+        return 1
+    try:
+        chat = parse_request(
+            _read_request(args.request), getattr(args, "provider", None), getattr(args, "endpoint", None)
+        )
+    except ExplainError as exc:
+        sys.stderr.write(f"mockllm: {exc}\n")
+        return 1
+    outcome = Engine(compiled).explain(chat)
+    if getattr(args, "format", "text") == "json":
+        sys.stdout.write(json.dumps(_to_json(outcome, chat), ensure_ascii=False, indent=2) + "\n")
+    else:
+        _print_text(outcome)
+    return 0 if outcome.step is not None else 1
