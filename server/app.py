@@ -30,6 +30,7 @@ from mockllm.server.options import ServerOptions
 from mockllm.server.responder import Delivery, deliver, header_bytes, send_whole
 from mockllm.server.routes import GEMINI_METHODS, ROUTES, RouteSpec, adapter_for, provider_for
 from mockllm.server.routes import split_model_path as _split
+from mockllm.server.shutdown import Shutdown
 from mockllm.server.streaming import DRAIN_CAP, Channel
 
 if TYPE_CHECKING:
@@ -55,14 +56,12 @@ class ServerState:
         self._adapters = dict(adapters or {})
         self._requested: dict[str, None] = {}
         self._ids = itertools.count(1)
-        self._closing: asyncio.Event | None = None
+        self.shutdown = Shutdown(options.sleep)
 
     @property
     def closing(self) -> asyncio.Event:
-        """Set when the server is stopping: hangs and streams end early (created in the serving loop)."""
-        if self._closing is None:
-            self._closing = asyncio.Event()
-        return self._closing
+        """Set when the server is stopping: hangs end at once, streams get the grace period."""
+        return self.shutdown.stopping
 
     def adapter(self, provider: Provider) -> Adapter:
         return self._adapters.get(provider) or adapter_for(provider)
@@ -272,7 +271,7 @@ class ProviderEndpoint:
                 self._finish(entry, delivery)  # else the entry already says so: nothing to write
 
         options = state.options
-        delivery = await deliver(outcome, chat, adapter, ctx, channel, options, state.closing, record, arrived)
+        delivery = await deliver(outcome, chat, adapter, ctx, channel, options, state.shutdown, record, arrived)
         if not recorded or (recorded[-1] is not delivery and recorded[-1] != delivery):
             self._finish(entry, delivery)
 

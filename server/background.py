@@ -69,7 +69,7 @@ class BackgroundServer:
         import socket
 
         from mockllm.server.app import server_state
-        from mockllm.server.runner import serve_hypercorn
+        from mockllm.server.hypercorn_server import serve_hypercorn
 
         assert isinstance(sock, socket.socket)
         app = self.app
@@ -79,13 +79,17 @@ class BackgroundServer:
             self._stop = asyncio.Event()
             stop = self._stop
 
+            shutdown = server_state(app).shutdown
+            shutdown.reset()
+
             async def trigger() -> None:
-                # Hypercorn awaits this only once it is accepting connections.
+                # Awaited only once the server is accepting connections.
                 self._ready.set()
                 await stop.wait()
-                server_state(app).closing.set()
+                shutdown.stopping.set()
 
-            await serve_hypercorn(app, sock, trigger, graceful_timeout=0.5)
+            grace = self.options.shutdown_grace_s
+            await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
 
         try:
             asyncio.run(main())
@@ -96,7 +100,8 @@ class BackgroundServer:
             self._ready.set()
 
     def stop(self) -> None:
-        """Stop serving: open hangs and streams end, and the thread is joined (well under a second)."""
+        """Stop serving: hangs end at once; open streams may run on for the grace period
+        (``options.shutdown_grace_s``), then send the rest of their frames at once; the thread is joined."""
         thread, loop, stop = self._thread, self._loop, self._stop
         if thread is None:
             return
@@ -105,7 +110,7 @@ class BackgroundServer:
                 loop.call_soon_threadsafe(stop.set)
             except RuntimeError:  # the loop already closed
                 pass
-        thread.join(5.0)
+        thread.join(self.options.shutdown_grace_s + 5.0)
         self._thread = None
 
     def __enter__(self) -> BackgroundServer:

@@ -13,6 +13,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 DEFAULT_HANG_LIMIT_S = 300.0
+DEFAULT_SHUTDOWN_GRACE_S = 5.0
 
 
 @attrs.frozen
@@ -22,5 +23,7 @@ class ServerOptions:
     admin_token: str | None = None  # when set, /_mockllm/ needs `Authorization: Bearer TOKEN`, from anywhere
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     hang_limit_s: float = DEFAULT_HANG_LIMIT_S  # how long a `hang` reply holds the connection at most
+    # On stop, how long open streams may run on before they send the rest of their frames at once
+    shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
     clock: Clock = attrs.field(factory=SystemClock, eq=False)

@@ -18,6 +18,7 @@ from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
 from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.request import ChatRequest
 from mockllm.server.options import ServerOptions
+from mockllm.server.shutdown import Shutdown
 from mockllm.server.streaming import Channel, Faults, coalesce, write_frames
 
 log = logging.getLogger("mockllm.server")
@@ -149,7 +150,7 @@ async def deliver(
     ctx: RenderContext,
     channel: Channel,
     options: ServerOptions,
-    closing: asyncio.Event,
+    shutdown: Shutdown,
     record: Record,
     arrived: float | None = None,
 ) -> Delivery:
@@ -172,7 +173,7 @@ async def deliver(
         return delivery
     if plan.hang:
         channel.watch()
-        return await _hang(channel, options, closing, adapter, ctx, extra, record)
+        return await _hang(channel, options, shutdown.stopping, adapter, ctx, extra, record)
 
     extra.extend(plan.headers)
     rendered: Rendered
@@ -192,7 +193,7 @@ async def deliver(
         channel.watch()
         wait = plan.latency_s if arrived is None else plan.latency_s - (options.clock.monotonic() - arrived)
         if wait > 0:
-            await options.sleep(wait)
+            await shutdown.sleep(wait)
         if channel.gone:
             return Delivery(rendered.status, client_gone=True, note="client went away during latency")
 
@@ -233,7 +234,7 @@ async def deliver(
         channel,
         interval_s=plan.chunk_interval_s,
         faults=faults,
-        sleep=options.sleep,
+        sleep=shutdown.sleep,
         clock=options.clock,
     )
     if result.ending == "disconnect":

@@ -17,7 +17,13 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES, ServerOptions
+from mockllm.server.hypercorn_server import FINISH_S, KEEP_ALIVE_S, serve_hypercorn
+from mockllm.server.options import (
+    DEFAULT_HANG_LIMIT_S,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_SHUTDOWN_GRACE_S,
+    ServerOptions,
+)
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -52,40 +58,19 @@ def url_for(host: str, sock: socket.socket) -> str:
     return f"http://{shown}:{port}"
 
 
-async def serve_hypercorn(
-    app: Starlette,
-    sock: socket.socket,
-    shutdown_trigger: Callable[[], Awaitable[None]],
-    *,
-    graceful_timeout: float = 1.0,
-    errorlog: logging.Logger | str | None = None,
-) -> None:
-    """Run Hypercorn (asyncio) on an already bound socket until ``shutdown_trigger`` returns."""
-    from hypercorn.asyncio.run import worker_serve
-    from hypercorn.config import Config, Sockets
-    from hypercorn.utils import wrap_app
-
-    config = Config()
-    config.graceful_timeout = graceful_timeout
-    config.accesslog = None
-    config.errorlog = errorlog if errorlog is not None else logging.getLogger("hypercorn.error")
-    config.keep_alive_timeout = 75.0  # SDK connection pools keep idle connections; do not race them
-    sockets = Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[])
-    framework: Any = app  # Starlette's ASGI types are looser than Hypercorn's TypedDicts
-    wrapped = wrap_app(framework, config.wsgi_max_body_size, "asgi")
-    await worker_serve(wrapped, config, sockets=sockets, shutdown_trigger=shutdown_trigger)
-
-
 async def serve_uvicorn(
     app: Starlette,
     sock: socket.socket,
     shutdown_trigger: Callable[[], Awaitable[None]],
     *,
-    graceful_timeout: float = 1.0,
+    grace_s: float = 1.0,
+    finish: Callable[[], None] | None = None,
 ) -> None:
     """Run Uvicorn (httptools) on an already bound socket, in the running event loop, until
-    ``shutdown_trigger`` returns. The caller owns the signals: Uvicorn's own handlers would re-raise
-    SIGTERM after shutting down, and the process would die of it instead of exiting 0."""
+    ``shutdown_trigger`` returns; then as :func:`serve_hypercorn` does: open responses get ``grace_s``
+    seconds, ``finish`` is called, and what still runs :data:`FINISH_S` later is cancelled. The
+    caller owns the signals: Uvicorn's own handlers would re-raise SIGTERM after shutting down, and
+    the process would die of it instead of exiting 0."""
     uvicorn = _fast_modules()
     if uvicorn is None:
         raise RuntimeError(UVICORN_MISSING)
@@ -101,14 +86,17 @@ async def serve_uvicorn(
         lifespan="off",
         log_level="warning",
         access_log=False,
-        timeout_graceful_shutdown=graceful_timeout,
-        timeout_keep_alive=75,  # SDK connection pools keep idle connections; do not race them
+        timeout_graceful_shutdown=max(grace_s, 0.0) + FINISH_S,
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
     server = Server(config)
 
     async def stop_when_triggered() -> None:
         await shutdown_trigger()
         server.should_exit = True
+        if finish is not None:
+            await asyncio.sleep(max(grace_s, 0.0))
+            finish()
 
     watcher = asyncio.ensure_future(stop_when_triggered())
     try:
@@ -176,14 +164,18 @@ def run(
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 running.add_signal_handler(sig, stop.set)
 
+        shutdown = server_state(app).shutdown
+        shutdown.reset()
+
         async def trigger() -> None:
             await stop.wait()
-            server_state(app).closing.set()
+            shutdown.stopping.set()
 
+        grace = opts.shutdown_grace_s
         if server == "uvicorn":
-            await serve_uvicorn(app, sock, trigger)
+            await serve_uvicorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
         else:
-            await serve_hypercorn(app, sock, trigger)
+            await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
 
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
@@ -246,6 +238,7 @@ def serve_command(args: argparse.Namespace) -> int:
         admin_token=getattr(args, "admin_token", None) or None,
         max_body_bytes=int(getattr(args, "max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
         hang_limit_s=float(getattr(args, "hang_limit", DEFAULT_HANG_LIMIT_S)),
+        shutdown_grace_s=float(getattr(args, "shutdown_grace", DEFAULT_SHUTDOWN_GRACE_S)),
     )
     return run(
         library,

@@ -265,8 +265,10 @@ def _delegate(module: str, function: str) -> Callable[[argparse.Namespace], int]
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     # the server's limits are read only when serving, so other commands skip importing the server
-    from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES
+    from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES, DEFAULT_SHUTDOWN_GRACE_S
 
+    if args.shutdown_grace is None:
+        args.shutdown_grace = DEFAULT_SHUTDOWN_GRACE_S
     if args.max_body_bytes is None:
         args.max_body_bytes = DEFAULT_MAX_BODY_BYTES
     if args.hang_limit is None:
@@ -305,6 +307,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text}")
+    return value
+
+
+def _seconds_or_zero(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, 0 or more, got {text}")
     return value
 
 
@@ -386,6 +398,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         metavar="SECONDS",
         help="longest a `hang` reply holds a connection (default: the server's built-in limit, 300)",
+    )
+    p.add_argument(
+        "--shutdown-grace",
+        type=_seconds_or_zero,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, how long open streams may run on before they end at once "
+        "(default: the server's built-in grace, 5)",
     )
     p.add_argument(
         "--max-conversations",

@@ -1,0 +1,119 @@
+"""Helpers of the reliability tests (tests/test_reliability_*.py) and their long form in bench/:
+a `mockllm serve` subprocess under a descriptor limit, raw short connections, the server's open
+descriptors. Imported as ``from reliability import …`` (tests/conftest.py puts tests/ on the path)."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+LISTENING = re.compile(r"^mockllm listening on (http://127\.0\.0\.1:(\d+))$")
+
+
+def limit_descriptors(limit: int) -> None:
+    """Run in the child before exec: at most ``limit`` open descriptors (``ulimit -n``)."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
+@contextmanager
+def serve_process(
+    *args: str, fd_limit: int | None = None, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
+    """`mockllm serve --port 0 ARGS` (under ``ulimit -n fd_limit``), yields (process, URL, port) once
+    it listens; stops it with SIGTERM afterwards (killed if it does not exit in 10 s)."""
+    environment = {k: v for k, v in os.environ.items() if k != "MOCKLLM_SCENARIOS"}
+    environment.update(env or {})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mockllm", "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+        preexec_fn=(lambda: limit_descriptors(fd_limit)) if fd_limit is not None else None,  # noqa: PLW1509
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline().rstrip("\n")
+        found = LISTENING.match(first)
+        if not found:
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            raise AssertionError(f"the server did not start: {first!r}\n{err}")
+        yield proc, found.group(1), int(found.group(2))
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+def stop(proc: subprocess.Popen[str], timeout: float = 15.0) -> tuple[int, str]:
+    """SIGTERM ``proc``; (exit code, everything it wrote on stderr)."""
+    proc.terminate()
+    _, err = proc.communicate(timeout=timeout)
+    return proc.returncode, err
+
+
+HEALTH_REQUEST = b"GET /_mockllm/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+def short_connection(port: int, request: bytes = HEALTH_REQUEST, timeout: float = 5.0) -> bytes:
+    """One keep-alive request on a fresh connection, read to the end of its body, then closed by the
+    client (what a test that builds an SDK client, calls once and drops it does). Returns the
+    status line."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(request)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        want = int(length.group(1)) if length else 0
+        while len(body) < want:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return head.split(b"\r\n", 1)[0]
+
+
+def open_descriptors(pid: int) -> int | None:
+    """How many descriptors process ``pid`` holds (None where /proc is not there)."""
+    path = Path(f"/proc/{pid}/fd")
+    try:
+        return len(os.listdir(path))
+    except OSError:
+        return None
+
+
+def wait_until(condition: object, timeout: float, interval: float = 0.05) -> bool:
+    """Poll ``condition()`` until it is true or ``timeout`` seconds pass; its last value."""
+    assert callable(condition)
+    deadline = time.monotonic() + timeout
+    while True:
+        if condition():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+
+
+def servers() -> Sequence[str]:
+    """The servers `mockllm serve` can run here: hypercorn, and uvicorn when the `fast` extra is in."""
+    from mockllm.server.runner import _fast_modules
+
+    return ("hypercorn", "uvicorn") if _fast_modules() is not None else ("hypercorn",)
