@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 
@@ -77,6 +77,8 @@ def _refusal(request: Request, options: ServerOptions) -> Response | None:
 
 
 async def _read_limited(request: Request, limit: int) -> bytes | None:
+    """The body, or None past ``limit`` bytes. Raises Starlette's ``ClientDisconnect`` when the
+    client hangs up before the end of the body: a half-sent script is never loaded."""
     parts: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -155,7 +157,10 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
         return json_response(scenario_summary(engine.library))
 
     async def _load(request: Request) -> Response:
-        raw = await _read_limited(request, options.max_body_bytes)
+        try:
+            raw = await _read_limited(request, options.max_body_bytes)
+        except ClientDisconnect:
+            return Response(status_code=400)  # nobody reads it: the client is gone
         if raw is None:
             return json_response({"error": f"mockllm: body larger than {options.max_body_bytes} bytes"}, 413)
         try:

@@ -122,9 +122,14 @@ def _query(scope: Scope) -> dict[str, str]:
     return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)) if raw else {}
 
 
+class ClientGone(Exception):
+    """The client hung up before it sent the whole request body: nothing is processed or answered."""
+
+
 async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes | None:
     """The whole request body, or None as soon as it is known to exceed ``limit`` bytes (from
-    ``content-length`` before reading anything, else while reading)."""
+    ``content-length`` before reading anything, else while reading). Raises :class:`ClientGone` when
+    the client hangs up first (even if what it sent so far happens to be a complete JSON text)."""
     declared = headers.get("content-length", "").strip()
     if declared.isdigit() and int(declared) > limit:
         return None
@@ -133,7 +138,7 @@ async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) ->
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            raise ClientGone
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -229,6 +234,8 @@ class ProviderEndpoint:
                 await self._chat(http, adapter, channel, track, arrived)
             else:
                 await self._other(http, provider, adapter, channel)
+        except ClientGone:
+            pass  # nobody to answer, nothing processed
         except Exception as exc:  # a bug, never the user's input: answer 500 in the provider's shape
             log.exception("mockllm: internal error while answering %s %s", method, path)
             if not channel.started:

@@ -129,4 +129,3 @@ async def _wind_down(tasks: set[asyncio.Task[Any]], grace_s: float, finish: Call
     for task in list(tasks):
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
-

@@ -37,7 +37,7 @@ def serve_process(
         stderr=subprocess.PIPE,
         text=True,
         env=environment,
-        preexec_fn=(lambda: limit_descriptors(fd_limit)) if fd_limit is not None else None,  # noqa: PLW1509
+        preexec_fn=(lambda: limit_descriptors(fd_limit)) if fd_limit is not None else None,
     )
     try:
         assert proc.stdout is not None

@@ -31,9 +31,7 @@ scenario "slow":
 
 def openai_stream(url: str, started: threading.Event, out: dict[str, Any]) -> None:
     client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
-    stream = client.chat.completions.create(
-        model="gpt-4o", messages=[{"role": "user", "content": "go"}], stream=True
-    )
+    stream = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "go"}], stream=True)
     text, finish = [], None
     for chunk in stream:
         started.set()
@@ -82,7 +80,7 @@ def test_sigterm_ends_open_streams_the_providers_way_after_the_grace_period(tmp_
     script = tmp_path / "slow.mockllm"
     script.write_text(SCRIPT)
     clients = [openai_stream, anthropic_stream] * 3
-    with serve_process(str(script), "--server", server, "--shutdown-grace", "0.5") as (proc, url, port):
+    with serve_process(str(script), "--server", server, "--shutdown-grace", "0.5") as (proc, url, _):
         threads, results, started = run_streams(url, clients)
         assert all(event.wait(20) for event in started), results
         proc.send_signal(signal.SIGTERM)
@@ -104,7 +102,7 @@ def test_sigterm_ends_open_streams_the_providers_way_after_the_grace_period(tmp_
 def test_sigterm_stops_accepting_and_lets_short_streams_finish_in_time(tmp_path: Path, server: str) -> None:
     script = tmp_path / "slow.mockllm"
     script.write_text(SCRIPT.replace("400ms apart", "50ms apart"))
-    with serve_process(str(script), "--server", server, "--shutdown-grace", "10") as (proc, url, port):
+    with serve_process(str(script), "--server", server, "--shutdown-grace", "10") as (proc, url, _):
         threads, results, started = run_streams(url, [openai_stream, anthropic_stream])
         assert all(event.wait(20) for event in started), results
         proc.send_signal(signal.SIGTERM)

@@ -90,7 +90,7 @@ def test_a_pytest_run_under_a_small_descriptor_limit_passes(tmp_path: Path) -> N
         text=True,
         env=env,
         timeout=300,
-        preexec_fn=lambda: limit_descriptors(64),  # noqa: PLW1509
+        preexec_fn=lambda: limit_descriptors(64),
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "150 passed" in result.stdout
