@@ -50,14 +50,6 @@ def warning(
     return Diagnostic("warning", code, message, span, hint, tuple(related))
 
 
-class DiagnosticsError(Exception):
-    """Raised by convenience APIs (``mockllm.load``) when a library has errors; carries them all."""
-
-    def __init__(self, diagnostics: Sequence[Diagnostic], sources: Mapping[str, str] | None = None):
-        self.diagnostics = tuple(diagnostics)
-        self.sources = dict(sources or {})
-        super().__init__(render(self.diagnostics, self.sources))
-
 
 def sort_key(d: Diagnostic) -> tuple[str, int, int, str]:
     return (d.span.file, d.span.line, d.span.column, d.message)

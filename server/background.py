@@ -8,6 +8,7 @@ import threading
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from mockllm.errors import ServerError
 from mockllm.server.options import ServerOptions
 
 if TYPE_CHECKING:
@@ -60,9 +61,9 @@ class BackgroundServer:
         self._thread = threading.Thread(target=self._run, args=(sock,), name=f"mockllm-{self.port}", daemon=True)
         self._thread.start()
         if not self._ready.wait(_START_TIMEOUT_S):
-            raise RuntimeError(f"mockllm: the server on {self.url} did not start within {_START_TIMEOUT_S:g}s")
+            raise ServerError(f"mockllm: the server on {self.url} did not start within {_START_TIMEOUT_S:g}s")
         if self._error is not None:
-            raise RuntimeError(f"mockllm: the server on {self.url} failed to start: {self._error}") from self._error
+            raise ServerError(f"mockllm: the server on {self.url} failed to start: {self._error}") from self._error
         return self
 
     def _run(self, sock: object) -> None:

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from mockllm.errors import ServerError
 from mockllm.server.hypercorn_server import FINISH_S, KEEP_ALIVE_S, serve_hypercorn
 from mockllm.server.options import (
     DEFAULT_HANG_LIMIT_S,
@@ -73,7 +74,7 @@ async def serve_uvicorn(
     the process would die of it instead of exiting 0."""
     uvicorn = _fast_modules()
     if uvicorn is None:
-        raise RuntimeError(UVICORN_MISSING)
+        raise ServerError(UVICORN_MISSING)
 
     class Server(uvicorn.Server):  # type: ignore[misc, name-defined]
         @contextlib.contextmanager

@@ -26,8 +26,9 @@ from mockllm.dsl.tree.nodes import (
     Thinking,
     ToolCall,
 )
-from mockllm.dsl.tree.templates import BUILTIN_NAMES, TemplateError, strings_in
+from mockllm.dsl.tree.templates import BUILTIN_NAMES, strings_in
 from mockllm.dsl.tree.templates import parse as parse_template
+from mockllm.errors import TemplateError
 
 
 @attrs.frozen

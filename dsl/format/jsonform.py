@@ -37,6 +37,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from mockllm.dsl.diagnostics import Diagnostic, error
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree import nodes as n
+from mockllm.errors import MockllmError
 
 __all__ = ["from_json", "from_json_text", "to_json", "to_json_text"]
 
@@ -83,7 +84,7 @@ _NODE_CLASSES: frozenset[type] = frozenset(
 _file: contextvars.ContextVar[str] = contextvars.ContextVar("mockllm_json_file", default="<json>")
 
 
-class _Bad(ValueError):
+class _Bad(MockllmError, ValueError):
     """A structure problem with its own message; ``key`` names the field it is about, if any."""
 
     def __init__(self, message: str, key: str | None = None, *, at_object: bool = False):

@@ -38,18 +38,19 @@ from lark.utils import TextSlice
 from mockllm.dsl import diagnostics as d
 from mockllm.dsl.parse.recovery import LineInfo, Recovery, scan
 from mockllm.dsl.parse.syntax_errors import describe_unexpected, keyword_values
-from mockllm.dsl.parse.transformer import Cursor, ScriptTransformer, SyntaxProblem, TopItem, VersionLine
+from mockllm.dsl.parse.transformer import Cursor, ScriptTransformer, TopItem, VersionLine
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree.nodes import Defaults, NamedReply, ReplyRef, Scenario, ScriptFile, Use
+from mockllm.errors import MockllmError, ScriptSyntaxError
 
-__all__ = ["IndentationProblem", "MockIndenter", "build_parser", "parse_text"]
+__all__ = ["MockIndenter", "ScriptIndentError", "build_parser", "parse_text"]
 
 LANGUAGE_VERSIONS = (1,)
 
 _LAYOUT_TOKENS = frozenset({"_NL", "_INDENT", "_DEDENT"})
 
 
-class IndentationProblem(LarkError):
+class ScriptIndentError(MockllmError, LarkError):
     """Raised by :class:`MockIndenter` for a tab or a dedent to no enclosing block."""
 
     def __init__(self, code: str, line: int, column: int, message: str, hint: str):
@@ -84,7 +85,7 @@ class MockIndenter(Indenter):
         last: Token | None = None
         for token in stream:
             if last is None and token.type != self.NL_type and (token.column or 1) > 1:
-                raise IndentationProblem(
+                raise ScriptIndentError(
                     "indent",
                     token.line or 1,
                     1,
@@ -110,7 +111,7 @@ class MockIndenter(Indenter):
         indent_str = token.rsplit("\n", 1)[1] if "\n" in token else ""
         line = token.end_line or 1
         if "\t" in indent_str:
-            raise IndentationProblem(
+            raise ScriptIndentError(
                 "tab", line, indent_str.index("\t") + 1, "tab used for indentation", "indent with spaces only"
             )
         indent = len(indent_str)
@@ -125,7 +126,7 @@ class MockIndenter(Indenter):
         if indent != levels[-1]:
             columns = [str(level + 1) for level in valid]
             shown = columns[0] if len(columns) == 1 else ", ".join(columns[:-1]) + " or " + columns[-1]
-            raise IndentationProblem(
+            raise ScriptIndentError(
                 "indent",
                 line,
                 indent + 1,
@@ -323,7 +324,7 @@ class _TreelessParser:
         )
         self.local = threading.local()
 
-    def parse(self, text: str, file: str, first_line: int = 1) -> tuple[list[TopItem], SyntaxProblem | None]:
+    def parse(self, text: str, file: str, first_line: int = 1) -> tuple[list[TopItem], ScriptSyntaxError | None]:
         # The callbacks (bound to one transformer) cost more to build than a small file costs to parse,
         # so each thread keeps one set and resets the transformer (parsing never nests in a thread).
         state: tuple[ScriptTransformer, _LalrParser, _TrackedLexer] | None = getattr(self.local, "state", None)
@@ -387,7 +388,7 @@ def _parse_block(text: str, file: str, first_line: int = 1) -> tuple[list[TopIte
     text += "\n"
     try:
         items, problem = _treeless(parser).parse(text, file, first_line)
-    except IndentationProblem as e:
+    except ScriptIndentError as e:
         return [], d.error(e.code, e.message, Span.point(file, e.line, e.column), e.hint)
     except UnexpectedInput as e:
         return [], _describe(e, text, file, parser, first_line)
@@ -406,7 +407,7 @@ def _describe(e: UnexpectedInput, text: str, file: str, parser: Lark, first_line
         frontend.parser.parse(_lexer_thread(frontend.lexer, text, first_line), parser.options.start[0])
     except UnexpectedInput as again:
         e = again
-    except (IndentationProblem, RecursionError):
+    except (ScriptIndentError, RecursionError):
         pass
     return describe_unexpected(e, text, file, parser)
 

@@ -2,7 +2,7 @@
 
 The transformer also decodes literals (string escapes, triple-quoted text, durations, regex flags,
 JSON) and checks the few rules the grammar leaves open (one ``when:`` per step, settings before
-steps, at most one fallback). Each problem is a :class:`SyntaxProblem` carrying a span; the parser
+steps, at most one fallback). Each problem is a :class:`ScriptSyntaxError` carrying a span; the parser
 turns it into a diagnostic for the block it was found in."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from lark import Token, Tree
 
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree import nodes as n
+from mockllm.errors import EscapeError, ScriptSyntaxError
 
 REGEX_FLAGS = "imsx"
 
@@ -27,24 +28,6 @@ STRING_ESCAPES: Mapping[str, str] = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 JSON_ESCAPES: Mapping[str, str] = {**STRING_ESCAPES, "/": "/", "b": "\b", "f": "\f", "r": "\r"}
 
 
-class SyntaxProblem(Exception):
-    """A mistake found while building the tree; becomes one diagnostic."""
-
-    def __init__(self, span: Span, message: str, hint: str | None = None, code: str = "syntax"):
-        super().__init__(message)
-        self.span = span
-        self.message = message
-        self.hint = hint
-        self.code = code
-
-
-class EscapeProblem(ValueError):
-    def __init__(self, offset: int, width: int, message: str, hint: str):
-        super().__init__(message)
-        self.offset = offset
-        self.width = width
-        self.message = message
-        self.hint = hint
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -52,7 +35,7 @@ class EscapeProblem(ValueError):
 
 
 def decode_escapes(raw: str, escapes: Mapping[str, str] = STRING_ESCAPES) -> str:
-    """Replace the escapes in ``raw`` (the text between the quotes); EscapeProblem at a bad one."""
+    """Replace the escapes in ``raw`` (the text between the quotes); EscapeError at a bad one."""
     if "\\" not in raw:
         return raw
     out: list[str] = []
@@ -76,7 +59,7 @@ def decode_escapes(raw: str, escapes: Mapping[str, str] = STRING_ESCAPES) -> str
             continue
         shown = "\\" + nxt if nxt and nxt.isprintable() else "\\"
         listed = ", ".join("\\" + k for k in escapes) + " and \\uXXXX"
-        raise EscapeProblem(
+        raise EscapeError(
             i,
             2 if nxt else 1,
             f"unknown escape `{shown}` in a string",
@@ -89,7 +72,7 @@ def _unicode_escape(raw: str, i: int) -> tuple[str, int]:
     hint = "write \\u followed by four hex digits, such as \\u00e9"
     digits = raw[i + 2 : i + 6]
     if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
-        raise EscapeProblem(i, 2, "a \\u escape needs four hex digits", hint)
+        raise EscapeError(i, 2, "a \\u escape needs four hex digits", hint)
     code = int(digits, 16)
     if 0xD800 <= code < 0xDC00 and raw[i + 6 : i + 8] == "\\u":
         low_digits = raw[i + 8 : i + 12]
@@ -98,7 +81,7 @@ def _unicode_escape(raw: str, i: int) -> tuple[str, int]:
             if 0xDC00 <= low < 0xE000:
                 return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), 12
     if 0xD800 <= code < 0xE000:
-        raise EscapeProblem(
+        raise EscapeError(
             i,
             6,
             "a \\u escape names half of a surrogate pair",
@@ -226,7 +209,7 @@ class ScriptTransformer:
         self.file = file
         self.cursor = cursor if cursor is not None else Cursor()
         #: The first mistake found; the callbacks after it do nothing (the block is reported, not built).
-        self.problem: SyntaxProblem | None = None
+        self.problem: ScriptSyntaxError | None = None
         self._line = 0
         self._column = 0
         self._end: Token | None = None
@@ -240,7 +223,7 @@ class ScriptTransformer:
 
     def wrap(self, f: Callable[[list[Any]], Any]) -> Callable[[list[Any]], Any]:
         """Lark's callback ``f`` for one rule (it takes the rule's children as parsed, filters them and
-        calls the method), made to record the rule's position first and to keep a :class:`SyntaxProblem`
+        calls the method), made to record the rule's position first and to keep a :class:`ScriptSyntaxError`
         instead of raising it: parsing goes on, so a parse error later in the block still wins."""
         cursor = self.cursor
 
@@ -256,7 +239,7 @@ class ScriptTransformer:
             self._end = cursor.end
             try:
                 return f(children)
-            except SyntaxProblem as problem:
+            except ScriptSyntaxError as problem:
                 self.problem = problem
                 return None
 
@@ -304,7 +287,7 @@ class ScriptTransformer:
         for line in lines:
             if isinstance(line, FallbackLine):
                 if fallback is not None:
-                    raise SyntaxProblem(
+                    raise ScriptSyntaxError(
                         line.span,
                         "`defaults:` holds at most one fallback",
                         f"keep one of the fallbacks (the first is on line {fallback.span.line})",
@@ -343,7 +326,7 @@ class ScriptTransformer:
                 continue
             word = "let" if isinstance(item, n.Let) else _SCENARIO_WORDS[item.kind]
             if steps:
-                raise SyntaxProblem(
+                raise ScriptSyntaxError(
                     item.span,
                     f"`{word}` must come before the scenario's first step",
                     f"move it above `step {steps[0].name}:` (line {steps[0].span.line})",
@@ -352,7 +335,7 @@ class ScriptTransformer:
                 lets.append(item)
                 continue
             if item.kind in fields:
-                raise SyntaxProblem(
+                raise ScriptSyntaxError(
                     item.span,
                     f"`{word}` is given twice in this scenario",
                     f"keep one (the first is on line {fields[item.kind].span.line})",
@@ -406,7 +389,7 @@ class ScriptTransformer:
                     message = "a step is either `repeat N` or `always`, once"
                 else:
                     message = f"`{_STEP_WORDS[item.kind]}` is given twice in this step"
-                raise SyntaxProblem(item.span, message, f"keep one (the first is on line {first.span.line})")
+                raise ScriptSyntaxError(item.span, message, f"keep one (the first is on line {first.span.line})")
             fields[item.kind] = item
 
         def value(kind: str, default: Any) -> Any:
@@ -662,15 +645,15 @@ class ScriptTransformer:
                 decode_escapes(raw)  # report a bad escape where it is written
                 return long_string_value(raw)
             return decode_escapes(text[1:-1])
-        except EscapeProblem as e:
+        except EscapeError as e:
             prefix = 3 if tok.type == "LONG_STRING" else 1
-            raise SyntaxProblem(self._offset_span(tok, e.offset + prefix, e.width), e.message, e.hint) from None
+            raise ScriptSyntaxError(self._offset_span(tok, e.offset + prefix, e.width), e.message, e.hint) from None
 
     def _json_string_token(self, tok: Token) -> str:
         try:
             return decode_escapes(str(tok)[1:-1], JSON_ESCAPES)
-        except EscapeProblem as e:
-            raise SyntaxProblem(
+        except EscapeError as e:
+            raise ScriptSyntaxError(
                 self._offset_span(tok, e.offset + 1, e.width),
                 "invalid JSON: " + e.message,
                 'JSON escapes are \\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX',
@@ -680,7 +663,7 @@ class ScriptTransformer:
         try:
             return parse_number(str(tok))
         except (ValueError, InvalidOperation):
-            raise SyntaxProblem(
+            raise ScriptSyntaxError(
                 self.tspan(tok), f"the number `{tok}` is too large", "write a number a 64-bit float can hold"
             ) from None
 
@@ -691,7 +674,7 @@ class ScriptTransformer:
         bad = [c for c in flags if c not in REGEX_FLAGS]
         if bad:
             span = self._offset_span(tok, end + 1 + flags.index(bad[0]), 1)
-            raise SyntaxProblem(
+            raise ScriptSyntaxError(
                 span,
                 f"unknown regex flag `{bad[0]}`",
                 "the flags are i (ignore case), m (multi-line), s (dot matches newline), x (verbose)",

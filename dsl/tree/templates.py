@@ -13,14 +13,11 @@ from typing import Any
 
 import attrs
 
+from mockllm.errors import TemplateError
+
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)?\Z")
 BUILTIN_NAMES = frozenset({"request.model", "request.last_user_message"})
 
-
-class TemplateError(ValueError):
-    def __init__(self, message: str, offset: int):
-        super().__init__(message)
-        self.offset = offset  # character offset in the string where the problem is
 
 
 @attrs.frozen

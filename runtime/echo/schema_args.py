@@ -43,9 +43,10 @@ from typing import Any
 
 import attrs
 
+from mockllm.errors import NoValue
 from mockllm.runtime.echo.naming import split_words
 from mockllm.runtime.echo.schema_check import Checker, is_valid
-from mockllm.runtime.echo.schema_limits import HARD_STEPS, MAX_DEPTH, SOFT_STEPS, NoValue
+from mockllm.runtime.echo.schema_limits import HARD_STEPS, MAX_DEPTH, SOFT_STEPS
 from mockllm.runtime.echo.schema_prep import infer_type, json_eq, merge, merge_subschemas, prep
 from mockllm.runtime.echo.schema_refs import Resolver
 from mockllm.runtime.echo.schema_regex import pattern_candidates, search

@@ -1,5 +1,6 @@
 """Work limits shared by the schema value generator, its validator and its regex sampler, so a
-hostile schema cannot hang the server, and the signal that no value can be built."""
+hostile schema cannot hang the server. (The signal that no value can be built is
+:class:`mockllm.errors.NoValue`.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,3 @@ SOFT_STEPS = 2_000
 HARD_STEPS = 20_000
 CHECK_STEPS = 200_000
 MAX_CHARS = 20_000
-
-
-class NoValue(Exception):
-    """No value can be generated here (a ``false`` schema, or recursion cut off)."""

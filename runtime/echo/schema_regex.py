@@ -9,7 +9,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from mockllm.runtime.echo.schema_limits import MAX_CHARS, NoValue
+from mockllm.errors import NoValue
+from mockllm.runtime.echo.schema_limits import MAX_CHARS
 
 __all__ = ["pattern_candidates", "search"]
 

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+from mockllm.errors import NoValue
 from mockllm.runtime.echo.schema_check import number_ok, string_ok
-from mockllm.runtime.echo.schema_limits import MAX_CHARS, NoValue
+from mockllm.runtime.echo.schema_limits import MAX_CHARS
 from mockllm.runtime.echo.schema_prep import frac, json_eq
 from mockllm.runtime.echo.schema_regex import pattern_candidates
 from mockllm.runtime.echo.schema_values import FORMATS, fit, name_number, name_string, string_variants

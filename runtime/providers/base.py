@@ -6,19 +6,9 @@ from typing import Protocol
 
 import attrs
 
+from mockllm.errors import ProviderError as ProviderError  # what adapters raise; re-exported for them
 from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
-
-
-class ProviderError(Exception):
-    """A request the real API would reject. The server renders it with ``adapter.render_error``."""
-
-    def __init__(self, status: int, message: str, code: str | None = None, param: str | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.param = param
 
 
 @attrs.frozen

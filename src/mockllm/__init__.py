@@ -30,7 +30,8 @@ from mockllm.api import (
     serve,
 )
 from mockllm.builder import *  # noqa: F403  (the builder functions; `builder.__all__` lists them)
-from mockllm.dsl.diagnostics import Diagnostic, DiagnosticsError
+from mockllm.dsl.diagnostics import Diagnostic
+from mockllm.errors import DiagnosticsError, MockllmError
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,7 @@ __all__ = [
     "LoadResult",
     "Loaded",
     "MockServer",
+    "MockllmError",
     "Source",
     "Verification",
     "__version__",

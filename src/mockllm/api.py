@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from mockllm.builder import ScenarioBuilder, ScriptBuilder, script
-from mockllm.dsl.diagnostics import Diagnostic, DiagnosticsError, Related, render
+from mockllm.dsl.diagnostics import Diagnostic, Related, render
 from mockllm.dsl.parse.loader import Library
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree import nodes as n
+from mockllm.errors import DiagnosticsError, ServerError
 
 if TYPE_CHECKING:
     from mockllm.dsl.machines.compiled import CompiledLibrary
@@ -305,7 +306,7 @@ class MockServer:
 
     def _background(self) -> BackgroundServer:
         if self._server is None:
-            raise RuntimeError("mockllm: the server is not running: use `with mockllm.serve(…) as server:` or .start()")
+            raise ServerError("mockllm: the server is not running: use `with mockllm.serve(…) as server:` or .start()")
         return self._server
 
     # ---- where clients connect
@@ -361,7 +362,7 @@ class MockServer:
     def _get(self, path: str) -> Any:
         status, data = self._call("GET", path)
         if status != 200:
-            raise RuntimeError(f"mockllm: GET /_mockllm{path} answered {status}: {data}")
+            raise ServerError(f"mockllm: GET /_mockllm{path} answered {status}: {data}")
         return data
 
     def load(self, source: Source, *, base_dir: str | os.PathLike[str] | None = None) -> Loaded:
@@ -385,7 +386,7 @@ class MockServer:
             diagnostics = [_diagnostic_from_json(d) for d in data["errors"]]
             raise DiagnosticsError(diagnostics, {_ADMIN_FILE: text, _ADMIN_FILE + ".json": text})
         if status != 200:
-            raise RuntimeError(f"mockllm: loading scenarios answered {status}: {data}")
+            raise ServerError(f"mockllm: loading scenarios answered {status}: {data}")
         return Loaded(
             tuple(data.get("loaded", ())),
             tuple(data.get("replaced", ())),
@@ -417,7 +418,7 @@ class MockServer:
             path += "?conversation=" + quote(conversation, safe="")
         status, data = self._call("POST", path)
         if status != 200:
-            raise RuntimeError(f"mockllm: reset answered {status}: {data}")
+            raise ServerError(f"mockllm: reset answered {status}: {data}")
 
     def restore(self) -> None:
         """Back to the library the server started with, every conversation and the journal forgotten."""

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import attrs
 
 from mockllm.dsl.tree import nodes as n
+from mockllm.errors import BuilderError
 
 __all__ = [
     "BuilderError",
@@ -94,10 +95,6 @@ _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*\Z")
 _ROLES = ("user", "assistant", "system", "tool")
 _FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter")
 _RE_FLAGS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
-
-
-class BuilderError(ValueError):
-    """A builder call that cannot become a valid script (a bad name, a step method before any step…)."""
 
 
 def _name(value: str, what: str) -> str:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from mockllm.errors import FileError, MockllmError, UsageError
+
 if TYPE_CHECKING:
     from mockllm.dsl.diagnostics import Diagnostic
     from mockllm.dsl.tree.nodes import ScriptFile
@@ -25,21 +27,13 @@ DEFAULT_MAX_CONVERSATIONS = 10_000
 DEFAULT_IDLE_SECONDS = 3600.0
 
 
-class UsageError(Exception):
-    """A mistake in how the command was called: one line on stderr, exit 2."""
-
-
-class FileProblem(Exception):
-    """A file that cannot be read: one line on stderr, exit 1."""
-
-
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise FileProblem(f"cannot read {path}: not UTF-8 text ({exc.reason})") from None
+        raise FileError(f"cannot read {path}: not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
-        raise FileProblem(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise FileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _existing_file(raw: str) -> Path:
@@ -81,7 +75,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     diagnostics = sorted(diagnostics, key=sort_key)
     files = len(library.sources)
     if files == 0 and not diagnostics:
-        raise FileProblem(f"no .mockllm or .json files found in {', '.join(args.paths)}")
+        raise FileError(f"no .mockllm or .json files found in {', '.join(args.paths)}")
     if args.format == "json":  # the diagnostics as one JSON array (the shared renderer); the exit code says ok
         _out(render_json(diagnostics))
     else:
@@ -132,7 +126,7 @@ def _cmd_fmt(args: argparse.Namespace) -> int:
     for path in files:
         try:
             text, tree, diagnostics = _parse_file(path)
-        except FileProblem as exc:
+        except FileError as exc:
             _err(f"{PROG}: {exc}")
             refused.append(path)
             continue
@@ -454,12 +448,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         return code
-    except UsageError as exc:
+    except MockllmError as exc:  # a mistake of the user's, said in one line (UsageError, FileError …)
         _err(f"{PROG}: {exc}")
-        return 2
-    except FileProblem as exc:
-        _err(f"{PROG}: {exc}")
-        return 1
+        return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mockllm.dsl.span import NO_SPAN
+from mockllm.errors import ExplainError
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
@@ -33,10 +34,6 @@ _ADAPTERS = {
 _ANTHROPIC_KEYS = ("anthropic_version", "stop_sequences", "thinking", "top_k")
 _ANTHROPIC_BLOCKS = ("image", "tool_use", "tool_result", "thinking", "document")
 _OLLAMA_KEYS = ("options", "keep_alive", "format", "think")
-
-
-class ExplainError(Exception):
-    """A problem with the command's input, said in one line."""
 
 
 def _is_anthropic_blocks(messages: Any) -> bool:

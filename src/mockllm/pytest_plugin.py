@@ -193,7 +193,7 @@ def _marker_settings(item: pytest.Item) -> tuple[list[Any], dict[str, Any]]:
 def mockllm(mockllm_server: MockServer, request: pytest.FixtureRequest) -> Iterator[MockLLM]:
     """The mock server for this test: back to the session library, conversations and journal empty,
     the test's ``@pytest.mark.mockllm`` scenarios loaded."""
-    from mockllm.dsl.diagnostics import DiagnosticsError
+    from mockllm.errors import DiagnosticsError
 
     config = request.config
     mockllm_server.restore()

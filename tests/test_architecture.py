@@ -1,0 +1,120 @@
+"""The house rules a newcomer relies on, checked: imports flow one way through the pipeline
+(dsl → runtime → providers → server → api/cli; see docs/architecture.md), and every exception
+mockllm raises derives from :class:`mockllm.MockllmError`."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from mockllm.errors import MockllmError
+
+ROOT = Path(__file__).resolve().parent.parent
+SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+
+# Layers, lowest first: a module may import its own layer and the layers below, never one above.
+LAYERS = (
+    ("mockllm.dsl", "mockllm.grammar", "mockllm.errors"),  # text → tree → checks → machines
+    ("mockllm.runtime",),  # engine, reply plan, echo (but not the providers)
+    ("mockllm.runtime.providers",),  # the wire formats
+    ("mockllm.server",),  # HTTP
+    ("mockllm",),  # the Python API, the CLI, the pytest plugin
+)
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: the longest matching prefix wins (``mockllm.runtime.providers.x`` is 2)."""
+    best, best_len = len(LAYERS) - 1, 0
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    return best
+
+
+def project_modules() -> list[tuple[str, Path]]:
+    """Every module of every package pyproject.toml lists, with its file."""
+    found = []
+    for package in SETUPTOOLS["packages"]:
+        for path in sorted((ROOT / SETUPTOOLS["package-dir"][package]).glob("*.py")):
+            found.append((package if path.stem == "__init__" else f"{package}.{path.stem}", path))
+    return found
+
+
+def imports_of(module: str, path: Path) -> list[tuple[str, int]]:
+    """The mockllm modules ``path`` imports (at any depth: lazy imports count too), with their lines.
+    ``from mockllm import x`` counts as importing ``mockllm.x``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if path.stem == "__init__" else module.rpartition(".")[0]
+    out: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                parent = package.rsplit(".", node.level - 1)[0]
+                base = f"{parent}.{base}" if base else parent
+            if base == "mockllm":
+                out += [(f"mockllm.{alias.name}", node.lineno) for alias in node.names]
+            else:
+                out.append((base, node.lineno))
+    return [(name, line) for name, line in out if name == "mockllm" or name.startswith("mockllm.")]
+
+
+def test_the_layer_table_knows_every_package() -> None:
+    assert all(layer_of(p) < len(LAYERS) for p in SETUPTOOLS["packages"])
+    assert layer_of("mockllm.dsl.parse.parser") == 0
+    assert layer_of("mockllm.runtime.engine.engine") == 1
+    assert layer_of("mockllm.runtime.providers.gemini") == 2
+    assert layer_of("mockllm.server.app") == 3
+    assert layer_of("mockllm.cli") == 4
+
+
+def test_imports_flow_one_way() -> None:
+    modules = project_modules()
+    assert len(modules) > 50, "the module list comes from pyproject.toml's packages"
+    upward = []
+    for module, path in modules:
+        for target, line in imports_of(module, path):
+            if layer_of(target) > layer_of(module):
+                upward.append(f"{path.relative_to(ROOT)}:{line}: {module} imports {target}")
+    assert not upward, "upward imports (docs/architecture.md, 'Where each stage lives'):\n" + "\n".join(upward)
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    source = tmp_path / "engine.py"
+    source.write_text("def f():\n    from mockllm.server.app import create_app\n", encoding="utf-8")
+    [(target, line)] = imports_of("mockllm.runtime.engine.engine", source)
+    assert (target, line) == ("mockllm.server.app", 2)
+    assert layer_of(target) > layer_of("mockllm.runtime.engine.engine")
+
+
+def _exception_classes() -> list[type[BaseException]]:
+    found = []
+    for name, _ in project_modules():
+        if name == "mockllm.__main__":
+            continue
+        module = importlib.import_module(name)
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            if issubclass(value, BaseException) and value.__module__ == name:
+                found.append(value)
+    return found
+
+
+def test_every_exception_derives_from_mockllm_error() -> None:
+    classes = _exception_classes()
+    assert len(classes) >= 12
+    assert [c.__qualname__ for c in classes if not issubclass(c, MockllmError)] == []
+
+
+@pytest.mark.parametrize(("name", "code"), [("UsageError", 2), ("FileError", 1), ("ExplainError", 1)])
+def test_cli_exit_codes_live_on_the_classes(name: str, code: int) -> None:
+    import mockllm.errors
+
+    assert getattr(mockllm.errors, name).exit_code == code
