@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mockllm.errors import MockllmError
 from mockllm.runtime.engine.engine import journal_status
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import LowerCaseHeaders
@@ -122,7 +123,7 @@ def _query(scope: Scope) -> dict[str, str]:
     return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)) if raw else {}
 
 
-class ClientGone(Exception):
+class ClientGone(MockllmError):
     """The client hung up before it sent the whole request body: nothing is processed or answered."""
 
 
