@@ -68,8 +68,8 @@ class ServerState:
         return self._adapters.get(provider) or adapter_for(provider)
 
     def context(self, response_id: str | None = None) -> RenderContext:
-        rid = response_id or f"{next(self._ids):06x}{_hex(18)}"
-        return RenderContext(response_id=rid, created=int(self.options.clock.now()), request_id="req_" + _hex(24))
+        rid = response_id or f"{next(self._ids):06x}{_hex(44)}"
+        return RenderContext(response_id=rid, created=int(self.options.clock.now()), request_id="req_" + _hex(32))
 
     def note_model(self, model: str) -> None:
         if model and len(self._requested) < 10_000:

@@ -19,7 +19,7 @@ from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.request import ChatRequest
 from mockllm.server.options import ServerOptions
 from mockllm.server.shutdown import Shutdown
-from mockllm.server.streaming import Channel, Faults, coalesce, write_frames
+from mockllm.server.streaming import Channel, Faults, coalesce, frames_before_error, write_frames
 
 log = logging.getLogger("mockllm.server")
 
@@ -221,12 +221,12 @@ async def deliver(
 
     channel.watch()
     await channel.start(rendered.status, response_head(rendered, extra, None))
-    faults = Faults(
-        disconnect_after=plan.disconnect_after,
-        error_after=(plan.stream_error_after or 0) if plan.stream_error is not None else None,
-        error_frame=adapter.stream_error_frame(plan.stream_error, ctx) if plan.stream_error is not None else b"",
-    )
     frames = rendered.frames
+    error_after = (plan.stream_error_after or 0) if plan.stream_error is not None else None
+    error_frame = b""
+    if plan.stream_error is not None and error_after is not None:
+        error_frame = adapter.stream_error_frame(plan.stream_error, ctx, frames_before_error(frames, error_after))
+    faults = Faults(disconnect_after=plan.disconnect_after, error_after=error_after, error_frame=error_frame)
     if plan.disconnect_after is None and plan.stream_error is None:
         frames = coalesce(frames)  # what goes out at the same instant, in one write
     result = await write_frames(

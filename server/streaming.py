@@ -96,6 +96,18 @@ async def write_frames(
     return StreamResult("complete", content, sent)
 
 
+def frames_before_error(frames: Sequence[Frame], error_after: int) -> int:
+    """How many frames :func:`write_frames` sends before the error frame of ``error after N chunks``."""
+    content = 0
+    last_content = max((i for i, f in enumerate(frames) if f.content), default=-1)
+    for i, frame in enumerate(frames):
+        if content >= error_after or i > last_content:
+            return i
+        if frame.content:
+            content += 1
+    return len(frames)
+
+
 def coalesce(frames: Sequence[Frame]) -> tuple[Frame, ...]:
     """The frames that :func:`write_frames` sends at the same instant, joined: each content frame with
     the non-content frames that follow it (they go out right after it), the leading non-content frames

@@ -17,11 +17,14 @@ from sdk_bridge import adapter_transport
 from mockllm.runtime.providers import anthropic as adapter_module
 from mockllm.runtime.providers.anthropic import AnthropicAdapter
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.reply.ids import anthropic_message_id, anthropic_request_id
 from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = AnthropicAdapter()
 CTX = RenderContext(response_id="r1", created=1_700_000_000, request_id="req_abc")
+REQ_ID = anthropic_request_id("req_abc")  # the server's request id in Anthropic's shape (req_011…)
+MSG_ID = anthropic_message_id("r1")
 AUTH = {"x-api-key": "k", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 
 
@@ -254,15 +257,23 @@ FULL_PLAN = Plan(
 
 def test_render_message_shape() -> None:
     out = ADAPTER.render(FULL_PLAN, parse(msgs(user("x"))), CTX)
-    assert out.status == 200 and out.media_type == "application/json" and ("request-id", "req_abc") in out.headers
+    assert out.status == 200 and out.media_type == "application/json" and ("request-id", REQ_ID) in out.headers
     body = json.loads(out.body)
-    assert body["id"] == "msg_r1" and body["type"] == "message" and body["role"] == "assistant"
+    assert body["id"] == MSG_ID and body["type"] == "message" and body["role"] == "assistant"
     assert body["stop_reason"] == "tool_use" and body["stop_sequence"] is None
     thinking, text, first, second = body["content"]
     assert thinking["type"] == "thinking" and thinking["thinking"] == "Let me think." and thinking["signature"]
     assert text == {"type": "text", "text": "Checking the weather."}
-    assert first == {"type": "tool_use", "id": "toolu_w1", "name": "get_weather", "input": {"city": "Paris"}}
-    assert second["id"] == "toolu_t2"
+    caller = {"type": "direct"}
+    assert first == {
+        "type": "tool_use",
+        "id": "toolu_01w1",
+        "name": "get_weather",
+        "input": {"city": "Paris"},
+        "caller": caller,
+    }
+    assert second["id"] == "toolu_01t2"
+    assert body["usage"]["inference_geo"] == "not_available"
     assert body["usage"]["input_tokens"] == 9 and body["usage"]["output_tokens"] == 21
     assert body["usage"]["cache_read_input_tokens"] == 0
 
@@ -287,16 +298,35 @@ def test_signature_is_deterministic() -> None:
 
 def test_stream_events_follow_the_protocol() -> None:
     out = ADAPTER.render(FULL_PLAN, parse({**msgs(user("x")), "stream": True}), CTX)
-    assert out.media_type == "text/event-stream"
+    assert out.media_type == "text/event-stream; charset=utf-8" and ("cache-control", "no-cache") in out.headers
     seq = events(out)
     kinds = [k for k, _ in seq]
-    assert kinds[:2] == ["message_start", "ping"] and kinds[-2:] == ["message_delta", "message_stop"]
+    # as the real API: the ping comes right after the first block starts
+    assert kinds[:3] == ["message_start", "content_block_start", "ping"] and kinds[-2:] == [
+        "message_delta",
+        "message_stop",
+    ]
+    assert kinds.count("ping") == 1
+    # message_delta repeats the input and cache counts (langchain-anthropic reads them there)
+    assert seq[-2][1]["usage"] == {
+        "input_tokens": 9,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 21,
+    }
     start = seq[0][1]["message"]
     assert start["content"] == [] and start["usage"]["output_tokens"] == 1 and start["usage"]["input_tokens"] == 9
     starts = [d for k, d in seq if k == "content_block_start"]
     assert [s["index"] for s in starts] == [0, 1, 2, 3]
     assert starts[0]["content_block"] == {"type": "thinking", "thinking": "", "signature": ""}
-    assert starts[2]["content_block"] == {"type": "tool_use", "id": "toolu_w1", "name": "get_weather", "input": {}}
+    tool_start = {
+        "type": "tool_use",
+        "id": "toolu_01w1",
+        "name": "get_weather",
+        "input": {},
+        "caller": {"type": "direct"},
+    }
+    assert starts[2]["content_block"] == tool_start
     # one block at a time: every delta belongs to the most recently started, not yet stopped, block
     open_block = None
     for kind, data in seq:
@@ -311,7 +341,12 @@ def test_stream_events_follow_the_protocol() -> None:
     assert seq[-2][1] == {
         "type": "message_delta",
         "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-        "usage": {"output_tokens": 21},
+        "usage": {
+            "input_tokens": 9,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 21,
+        },
     }
     assert out.frames is not None
     content = [f for f in out.frames if f.content]
@@ -335,11 +370,11 @@ def test_render_error_shapes() -> None:
     }
     for status, kind in expected.items():
         out = ADAPTER.render_error(status, "m", CTX)
-        assert out.status == status and ("request-id", "req_abc") in out.headers
+        assert out.status == status and ("request-id", REQ_ID) in out.headers
         assert json.loads(out.body) == {
             "type": "error",
             "error": {"type": kind, "message": "m"},
-            "request_id": "req_abc",
+            "request_id": REQ_ID,
         }
     frame = ADAPTER.stream_error_frame("boom", CTX)
     assert frame == b'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"boom"}}\n\n'
@@ -383,12 +418,12 @@ def ask(sdk: anthropic.Anthropic) -> anthropic.types.Message:
 def test_sdk_reads_a_full_message_and_sends_a_valid_follow_up() -> None:
     sdk, seen = client_for(plan_reply(FULL_PLAN))
     message = ask(sdk)
-    assert message.id == "msg_r1" and message._request_id == "req_abc" and message.stop_reason == "tool_use"
+    assert message.id == MSG_ID and message._request_id == REQ_ID and message.stop_reason == "tool_use"
     thinking, text, first, second = message.content
     assert thinking.type == "thinking" and thinking.thinking == "Let me think."
     assert text.type == "text" and text.text == "Checking the weather."
     assert first.type == "tool_use" and (first.id, first.name, first.input) == (
-        "toolu_w1",
+        "toolu_01w1",
         "get_weather",
         {"city": "Paris"},
     )
@@ -404,7 +439,7 @@ def test_sdk_reads_a_full_message_and_sends_a_valid_follow_up() -> None:
     ]
     sdk.messages.create(model="claude-test", max_tokens=100, messages=follow_up)
     got = seen[1].latest_tool_result("get_time")
-    assert got is not None and got.call_id == "toolu_t2" and got.content == "42"
+    assert got is not None and got.call_id == "toolu_01t2" and got.content == "42"
 
 
 def test_stream_helper_reconstructs_thinking_text_and_tool_input() -> None:
@@ -420,7 +455,7 @@ def test_stream_helper_reconstructs_thinking_text_and_tool_input() -> None:
     assert thinking.type == "thinking" and thinking.thinking == "Let me think."
     assert thinking.signature == adapter_module.signature("Let me think.")
     assert text.type == "text" and text.text == "Checking the weather."
-    assert first.type == "tool_use" and first.id == "toolu_w1" and first.input == {"city": "Paris"}
+    assert first.type == "tool_use" and first.id == "toolu_01w1" and first.input == {"city": "Paris"}
     assert second.type == "tool_use" and second.input == {"tz": "CET"}
     assert final.stop_reason == "tool_use" and final.usage.output_tokens == 21 and final.usage.input_tokens == 9
 
@@ -453,7 +488,7 @@ def test_error_statuses_map_to_sdk_exceptions(status: int, exc: type[anthropic.A
     sdk, _ = client_for(lambda chat: ADAPTER.render_error(status, f"failure {status}", CTX))
     with pytest.raises(exc) as info:
         ask(sdk)
-    assert info.value.status_code == status and info.value.request_id == "req_abc"
+    assert info.value.status_code == status and info.value.request_id == REQ_ID
     assert f"failure {status}" in str(info.value)
 
 

@@ -14,6 +14,7 @@ from mockllm.dsl.tree import nodes as n
 from mockllm.runtime.clock import FakeClock
 from mockllm.runtime.engine.conversations import fingerprint
 from mockllm.runtime.engine.engine import Engine
+from mockllm.runtime.reply.ids import call_key
 from mockllm.runtime.request import ChatRequest, Message, Tool, ToolCall, ToolResult
 
 FILE = "weather.mockllm"
@@ -203,7 +204,7 @@ def test_captures_lets_and_request_values_in_templates() -> None:
     assert first.plan is not None
     call = first.plan.tool_calls[0]
     assert call.arguments == {"city": "Oslo", "unit": "celsius"}  # the capture shadows the let
-    assert call.key == "mock_1"
+    assert call.key == call_key("w", "mock", 1)
     history = (
         Message("user", "weather in Oslo?"),
         Message("assistant", tool_calls=(ToolCall("call_mock_1", "get_weather", {"city": "Oslo"}),)),
@@ -226,7 +227,15 @@ def test_tool_call_keys_count_calls_already_in_history() -> None:
     )
     out = engine.handle(chat(messages=history))
     assert out.plan is not None
-    assert [t.key for t in out.plan.tool_calls] == ["mock_3", "mock_4"]
+    assert [t.key for t in out.plan.tool_calls] == [call_key(out.conversation, "mock", n) for n in (3, 4)]
+
+
+def test_tool_call_ids_are_unique_across_conversations_and_stable_within_one() -> None:
+    m = machine("Calls", step(0, "call", max_uses=None, reply=n.ReplyBlock((n.ToolCall("f", {}),))))
+    engine = Engine(library(m))
+    keys = [engine.handle(chat(conversation=c)).plan.tool_calls[0].key for c in ("a", "b", "a")]  # type: ignore[union-attr]
+    assert keys[0] != keys[1] and keys[0] == keys[2]
+    assert len(keys[0]) == 24 and keys[0].isalnum()
 
 
 def test_failed_capture_means_no_match_and_is_reported() -> None:

@@ -241,9 +241,13 @@ scenario "calls":
         raw = json.dumps(body).encode()
         return OpenAIChatAdapter().parse(HttpRequest("POST", "/v1/chat/completions", {}, {}, raw))
 
-    first = engine.handle(chat({"model": "a", "messages": [{"role": "user", "content": "x"}]})).plan
+    from mockllm.runtime.reply.ids import call_key
+
+    first_outcome = engine.handle(chat({"model": "a", "messages": [{"role": "user", "content": "x"}]}))
+    first = first_outcome.plan
     again = engine.handle(chat({"model": "a", "messages": [{"role": "user", "content": "x"}]})).plan
-    other = engine.handle(chat({"model": "b", "messages": [{"role": "user", "content": "a longer prompt"}]})).plan
+    other_outcome = engine.handle(chat({"model": "b", "messages": [{"role": "user", "content": "a longer prompt"}]}))
+    other = other_outcome.plan
     history = {
         "model": "a",
         "messages": [
@@ -259,10 +263,13 @@ scenario "calls":
     later = engine.handle(chat(history)).plan
     assert first is not None and again is not None and other is not None and later is not None
     assert first == again
-    assert [c.key for c in first.tool_calls] == ["mock_1"]
+    conversation = first_outcome.conversation
+    assert [c.key for c in first.tool_calls] == [call_key(conversation, "mock", 1)]
     assert (other.model, other.input_tokens) == ("b", 3)
     assert other.tool_calls[0].arguments == {"city": "Paris"}
-    assert [c.key for c in later.tool_calls] == ["mock_2"]  # one call already in the history
+    # another conversation: other ids, though the plan is the same static reply
+    assert other.tool_calls[0].key == call_key(other_outcome.conversation, "mock", 1) != first.tool_calls[0].key
+    assert [c.key for c in later.tool_calls] == [call_key(conversation, "mock", 2)]  # one call already in history
 
 
 # ------------------------------------------------------------------------------------------------
@@ -333,7 +340,7 @@ def test_a_stream_without_spacing_is_one_body_message_with_the_same_bytes() -> N
 
     assert strip_ids(bodies[0]["body"]) == strip_ids(b"".join(frames))
     head = next(m for m in at_once if m["type"] == "http.response.start")
-    assert (b"content-type", b"text/event-stream") in head["headers"]
+    assert (b"content-type", b"text/event-stream; charset=utf-8") in head["headers"]
     assert not any(name == b"content-length" for name, _ in head["headers"])  # still a stream
 
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from google import genai
@@ -18,11 +19,13 @@ from mockllm.runtime.providers import gemini
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.gemini import GeminiAdapter, json_schema
 from mockllm.runtime.reply import tokens
+from mockllm.runtime.reply.ids import gemini_response_id
 from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = GeminiAdapter()
 CTX = RenderContext(response_id="resp42", created=1_700_000_000, request_id="req_1")
+RESPONSE_ID = gemini_response_id("resp42")  # 23 url-safe base64 characters, like the real ones
 KEY = {"x-goog-api-key": "k", "content-type": "application/json"}
 ROUTE = re.compile(r"^/(?:v1|v1beta)/models/(?P<model>[^/:]+):(?P<method>\w+)$")
 
@@ -67,7 +70,8 @@ def sse_events(rendered: Rendered) -> list[dict[str, Any]]:
     out = []
     for frame in rendered.frames:
         text = frame.data.decode()
-        assert text.startswith("data: ") and text.endswith("\n\n") and text.count("\n") == 2
+        # CRLF framing, as the real API sends
+        assert text.startswith("data: ") and text.endswith("\r\n\r\n") and text.count("\n") == 2
         out.append(json.loads(text[len("data: ") :]))
     return out
 
@@ -253,14 +257,14 @@ def test_check_auth() -> None:
 def test_render_text_and_calls() -> None:
     chat = parse({"contents": [{"parts": [{"text": "hi"}]}]})
     rendered = ADAPTER.render(text_plan(thinking="Let me think."), chat, CTX)
-    assert rendered.status == 200 and rendered.media_type == "application/json"
+    assert rendered.status == 200 and rendered.media_type == "application/json; charset=UTF-8"
     body = json.loads(rendered.body)
     candidate = body["candidates"][0]
     assert candidate["content"] == {
         "parts": [{"text": "Let me think.", "thought": True}, {"text": "Hello there!"}],
         "role": "model",
     }
-    assert candidate["finishReason"] == "STOP" and body["responseId"] == "resp42"
+    assert candidate["finishReason"] == "STOP" and body["responseId"] == RESPONSE_ID
     thoughts = tokens.estimate("Let me think.")
     assert body["usageMetadata"] == {
         "promptTokenCount": 5,
@@ -292,7 +296,11 @@ def test_stream_frames() -> None:
     evs = sse_events(rendered)
     assert ["".join(p["text"] for p in e["candidates"][0]["content"]["parts"]) for e in evs] == ["Hello", " ther", "e!"]
     assert [e["candidates"][0].get("finishReason") for e in evs] == [None, None, "STOP"]
-    assert evs[-1]["usageMetadata"]["totalTokenCount"] == 8 and evs[0]["usageMetadata"]["totalTokenCount"] == 5
+    assert evs[-1]["usageMetadata"]["totalTokenCount"] == 8
+    # every chunk carries the candidates count so far, growing to the total
+    running = [e["usageMetadata"]["candidatesTokenCount"] for e in evs]
+    assert running == sorted(running) and running[0] >= 1 and running[-1] == 3
+    assert ("content-disposition", "attachment") in rendered.headers
     assert rendered.frames is not None and all(f.content for f in rendered.frames)
 
     evs = sse_events(ADAPTER.render(call_plan(), chat, CTX))
@@ -322,7 +330,7 @@ def test_errors() -> None:
     ]:
         assert json.loads(ADAPTER.render_error(status, "x", CTX).body)["error"]["status"] == name
     frame = ADAPTER.stream_error_frame("boom", CTX)
-    assert frame == b'data: {"error":{"code":500,"message":"boom","status":"INTERNAL"}}\n\n'
+    assert frame == b'data: {"error":{"code":500,"message":"boom","status":"INTERNAL"}}\r\n\r\n'
 
 
 def test_count_tokens_and_models() -> None:
@@ -411,7 +419,7 @@ def test_sdk_generate_content() -> None:
     assert response.text == "Hello there!"
     assert response.candidates is not None and response.candidates[0].finish_reason == types.FinishReason.STOP
     assert response.usage_metadata is not None and response.usage_metadata.total_token_count == 8
-    assert response.response_id == "resp42" and response.model_version == "gemini-2.5-flash"
+    assert response.response_id == RESPONSE_ID and response.model_version == "gemini-2.5-flash"
     chat = server.chats[0]
     assert chat.system == "be nice" and chat.last_user_message() == "hi" and chat.endpoint.startswith("/v1/")
 
@@ -597,3 +605,17 @@ def test_function_response_text_unwraps_the_sdk_result_wrapper() -> None:
     assert result_text({"output": {"t": 18}}) == '{"t":18}'
     assert result_text({"temperature": 18, "sky": "clear"}) == '{"temperature":18,"sky":"clear"}'
     assert result_text({"error": "boom"}) == '{"error":"boom"}'
+
+
+def test_gemini_3_function_call_stream_ends_with_an_empty_chunk() -> None:
+    """Gemini 3 streams a function call, then a last chunk with an empty text part and the finish
+    reason (two chunks, as recorded); earlier models finish on the call's own chunk."""
+    chat = parse({"contents": [{"parts": [{"text": "hi"}]}]}, "streamGenerateContent")
+    plan = attrs.evolve(call_plan(), model="gemini-3-pro-preview")
+    evs = sse_events(ADAPTER.render(plan, chat, CTX))
+    assert evs[-1]["candidates"][0]["content"]["parts"] == [{"text": ""}]
+    assert evs[-1]["candidates"][0]["finishReason"] == "STOP"
+    assert [e["candidates"][0].get("finishReason") for e in evs[:-1]] == [None] * (len(evs) - 1)
+    older = sse_events(ADAPTER.render(call_plan(), chat, CTX))
+    assert "functionCall" in older[-1]["candidates"][0]["content"]["parts"][0]
+    assert older[-1]["candidates"][0]["finishReason"] == "STOP"

@@ -160,7 +160,7 @@ def test_no_auth_needed() -> None:
 def test_render_non_streaming() -> None:
     chat = parse({"model": "llama3.2", "stream": False})
     rendered = ADAPTER.render(text_plan(thinking="Hmm."), chat, CTX)
-    assert rendered.status == 200 and rendered.media_type == "application/json"
+    assert rendered.status == 200 and rendered.media_type == "application/json; charset=utf-8"
     body = json.loads(rendered.body)
     assert body["message"] == {"role": "assistant", "content": "Hello there!", "thinking": "Hmm."}
     assert body["done"] is True and body["done_reason"] == "stop"

@@ -17,6 +17,7 @@ from sdk_bridge import adapter_transport
 from mockllm.runtime.providers import openai_chat
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
+from mockllm.runtime.reply.ids import chat_completion_id
 from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
@@ -259,7 +260,11 @@ def test_render_text_shape() -> None:
     assert out.status == 200 and out.media_type == "application/json" and not out.streamed
     assert ("x-request-id", "req_abc") in out.headers
     body = json.loads(out.body)
-    assert body["id"] == "chatcmpl-r1" and body["object"] == "chat.completion" and body["created"] == 1_700_000_000
+    assert (
+        body["id"] == chat_completion_id("r1")
+        and body["object"] == "chat.completion"
+        and body["created"] == 1_700_000_000
+    )
     assert body["choices"] == [
         {
             "index": 0,
@@ -364,7 +369,7 @@ TOOL_PLAN = Plan(
 def test_sdk_reads_a_text_completion() -> None:
     sdk, seen = client_for(plan_reply(text_plan()))
     done = sdk.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}])
-    assert done.id == "chatcmpl-r1" and done._request_id == "req_abc"
+    assert done.id == chat_completion_id("r1") and done._request_id == "req_abc"
     assert done.choices[0].message.content == "Hello there, friend."
     assert done.choices[0].finish_reason == "stop"
     assert done.usage is not None and done.usage.total_tokens == 12

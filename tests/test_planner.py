@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mockllm.dsl.tree import nodes as n
+from mockllm.runtime.reply.ids import call_key
 from mockllm.runtime.reply.planner import (
     plan_reply,
     split_count,
@@ -121,10 +122,11 @@ def test_tool_calls_keys_follow_the_offset_and_arguments_render() -> None:
         offset=3,
     )
     first, second = p.tool_calls
-    assert first.key == "mock_4" and second.key == "mock_5"
+    assert first.key == call_key("", "mock", 4) and second.key == call_key("", "mock", 5)
     assert first.arguments == {"city": "Oslo", "days": [1, "Oslo"]}
     assert first.arguments_json == '{"city":"Oslo","days":[1,"Oslo"]}'
-    assert first.id_for("call_") == "call_mock_4"
+    assert first.id_for("call_") == "call_" + first.key and len(first.key) == 24
+    assert first.id_for("toolu_01", 22) == "toolu_01" + first.key[:22]
     assert second.id_for("call_") == "call_fixed"
     assert p.finish == "tool_calls"
 
@@ -213,6 +215,7 @@ def test_echo_uses_echo_answer_and_echo_keys(monkeypatch: pytest.MonkeyPatch) ->
     p = plan(n.Echo(), offset=2)
     assert p.text == "hello there"
     assert p.text_chunks == ("hello", " there")
-    assert [c.key for c in p.tool_calls] == ["echo_3", "echo_4"]
+    assert [c.key for c in p.tool_calls] == [call_key("", "echo", 3), call_key("", "echo", 4)]
+    assert call_key("", "echo", 3) != call_key("", "mock", 3)
     assert p.tool_calls[0].arguments_json == '{"to":"a@b.c"}'
     assert p.finish == "tool_calls"

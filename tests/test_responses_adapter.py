@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -197,11 +198,14 @@ def test_render_text_response() -> None:
     assert body["id"] == "resp_abc123" and body["object"] == "response" and body["status"] == "completed"
     assert body["created_at"] == 1_700_000_000 and body["model"] == "gpt-4o-mini"
     [message] = body["output"]
-    assert message["id"] == "msg_abc123" and message["role"] == "assistant"
+    assert re.fullmatch(r"msg_[0-9a-f]{50}", message["id"]) and message["role"] == "assistant"
+    assert message["phase"] == "final_answer"
+    assert body["reasoning"]["effort"] is None and body["completed_at"] == 1_700_000_000
+    assert body["service_tier"] == "default" and body["text"] == {"format": {"type": "text"}, "verbosity": "medium"}
     assert message["content"] == [{"type": "output_text", "text": "Hello there!", "annotations": [], "logprobs": []}]
     assert body["usage"] == {
         "input_tokens": 7,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0},
         "output_tokens": 3,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 10,
@@ -231,8 +235,13 @@ def test_render_function_calls_and_length_and_refusal() -> None:
 def test_stream_event_order_and_sequence() -> None:
     chat = parse({"model": "m", "input": "hi", "stream": True})
     rendered = ADAPTER.render(tool_plan(), chat, CTX)
-    assert rendered.media_type == "text/event-stream"
+    assert rendered.media_type == "text/event-stream; charset=utf-8"
     evs = events(rendered)
+    # the real API's function_call_arguments.done has no `name` (code reading it would break in production)
+    done = [p for t, p in evs if t == "response.function_call_arguments.done"]
+    assert done and all("name" not in p for p in done)
+    assert all(p.get("obfuscation") for t, p in evs if t.endswith(".delta"))
+    assert evs[2][1]["item"]["phase"] == "commentary"  # text said before the tool calls
     assert [p["sequence_number"] for _, p in evs] == list(range(len(evs)))
     assert [t for t, _ in evs] == [
         "response.created",
@@ -266,6 +275,38 @@ def test_stream_event_order_and_sequence() -> None:
     assert (
         completed["status"] == "completed" and len(completed["output"]) == 3 and completed["usage"]["total_tokens"] == 2
     )
+
+
+def test_reasoning_summary_only_when_asked_and_encrypted_content_when_included() -> None:
+    plan = Plan(model="gpt-5.5", thinking="Think first.", thinking_chunks=("Think ", "first."), text="Done.")
+    plain = events(ADAPTER.render(plan, parse({"model": "gpt-5.5", "input": "hi", "stream": True}), CTX))
+    assert not [t for t, _ in plain if "reasoning_summary" in t]  # no invented summary events
+    reasoning = plain[2][1]["item"]
+    assert reasoning["type"] == "reasoning" and reasoning["summary"] == [] and "encrypted_content" not in reasoning
+    assert plain[0][1]["response"]["reasoning"]["effort"] == "medium"  # a reasoning model's default
+
+    asked = parse(
+        {
+            "model": "gpt-5.5",
+            "input": "hi",
+            "stream": True,
+            "reasoning": {"effort": "high", "summary": "auto"},
+            "include": ["reasoning.encrypted_content"],
+        }
+    )
+    evs = events(ADAPTER.render(plan, asked, CTX))
+    assert "response.reasoning_summary_text.delta" in [t for t, _ in evs]
+    final = evs[-1][1]["response"]
+    item = final["output"][0]
+    assert item["summary"] == [{"type": "summary_text", "text": "Think first."}]
+    assert item["encrypted_content"].startswith("gAAAAA")
+    assert final["reasoning"]["effort"] == "high" and final["reasoning"]["summary"] == "auto"
+
+
+def test_stream_error_event_is_numbered() -> None:
+    frame = ADAPTER.stream_error_frame("boom", CTX, sequence=7).decode()
+    payload = json.loads(frame.split("data: ", 1)[1])
+    assert payload["type"] == "error" and payload["sequence_number"] == 7 and payload["message"] == "boom"
 
 
 def test_stream_of_truncated_reply_ends_incomplete() -> None:

@@ -369,21 +369,26 @@ class Engine:
         return _Selection(report=build_report(chat, conv.key, views))
 
     def _plan(
-        self, block: ReplyBlock, chat: ChatRequest, env: Mapping[str, str], where: str | tuple[Machine, CompiledStep]
+        self,
+        block: ReplyBlock,
+        chat: ChatRequest,
+        env: Mapping[str, str],
+        where: str | tuple[Machine, CompiledStep],
+        conversation: str,
     ) -> tuple[Plan, str | None]:
         try:
             offset = _call_offset(chat) if needs_call_offset(block) else 0
-            return plan_reply(block, chat, env, call_offset=offset), None
+            return plan_reply(block, chat, env, call_offset=offset, conversation=conversation), None
         except Exception as exc:  # a reply that cannot be built must not crash the server
             message = f"mockllm: could not build the reply of {_where(where)}: {exc}"
             return Plan(model=chat.model, error_status=500, error_message=message), message
 
     def _decide(
-        self, loaded: _Loaded | None, chat: ChatRequest, sel: _Selection
+        self, loaded: _Loaded | None, chat: ChatRequest, sel: _Selection, key: str
     ) -> tuple[Plan | None, str | None, str | None]:
         """The plan for a selection, the expectation failure if any, and a note for the journal."""
         if sel.echo:
-            plan, note = self._plan(ECHO_BLOCK, chat, _env(ECHO_BLOCK, chat, None, {}), "the echo responder")
+            plan, note = self._plan(ECHO_BLOCK, chat, _env(ECHO_BLOCK, chat, None, {}), "the echo responder", key)
             return plan, None, note
         if sel.step is not None and sel.machine is not None:
             step, machine = sel.step, sel.machine
@@ -393,11 +398,12 @@ class Engine:
                     failure = f"{describe.condition(cond)} — seen {seen} — in {_where((machine, step))}"
                     message = f"{EXPECTATION_PREFIX}: {failure}"
                     return Plan(model=chat.model, error_status=400, error_message=message), failure, None
-            plan, note = self._plan(step.reply, chat, _env(step.reply, chat, machine, sel.captures), (machine, step))
+            env = _env(step.reply, chat, machine, sel.captures)
+            plan, note = self._plan(step.reply, chat, env, (machine, step), key)
             return plan, None, note
         fallback = loaded.library.fallback if loaded is not None else None
         if fallback is not None:
-            plan, note = self._plan(fallback, chat, _env(fallback, chat, None, {}), "the fallback")
+            plan, note = self._plan(fallback, chat, _env(fallback, chat, None, {}), "the fallback", key)
             return plan, None, note
         return None, None, None
 
@@ -416,7 +422,7 @@ class Engine:
             want_report = loaded is not None and loaded.library.fallback is None
             with conv.lock:
                 sel = self._select(loaded, conv, chat, commit=True, report=want_report)
-            plan, failure, note = self._decide(loaded, chat, sel)
+            plan, failure, note = self._decide(loaded, chat, sel, key)
         fallback = loaded is not None and sel.step is None and missing is None and plan is not None
         machine, step = sel.machine, sel.step
         used: tuple[str, int, int] | None = None
@@ -426,7 +432,7 @@ class Engine:
             location = loaded.locations[sel.machine_index][step.index]
         with self._lock:
             self._issued += 1
-            response_id = hashlib.sha256(f"mockllm-response-{self._issued}".encode()).hexdigest()[:24]
+            response_id = hashlib.sha256(f"mockllm-response-{self._issued}".encode()).hexdigest()[:50]
             if used is not None:
                 self._used.add(used)
         scenario = machine.name if machine is not None else None
@@ -484,7 +490,7 @@ class Engine:
         conv = self._table.peek(key) or Conversation(key, self._clock.monotonic())
         with conv.lock:
             sel = self._select(loaded, conv, chat, commit=False, report=True)
-        plan, failure, _note = self._decide(loaded, chat, sel)
+        plan, failure, _note = self._decide(loaded, chat, sel, key)
         return Outcome(
             conversation=key,
             entry_id=0,

@@ -13,6 +13,7 @@ import attrs
 
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
+    SSE_UTF8_MEDIA,
     FieldPath,
     as_bool,
     as_object,
@@ -38,7 +39,8 @@ from mockllm.runtime.providers.common import (
     wrong_type,
 )
 from mockllm.runtime.reply import tokens
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.ids import anthropic_message_id, anthropic_request_id
+from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 ROLES = ("user", "assistant", "system")
@@ -235,15 +237,40 @@ def _usage(plan: Plan) -> dict[str, Any]:
         "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
         "output_tokens": plan.output_tokens,
         "service_tier": "standard",
+        "inference_geo": "not_available",
     }
 
 
+def _delta_usage(plan: Plan) -> dict[str, Any]:
+    """``message_delta.usage``: the real API repeats the input and cache counts here (clients that read
+    usage from the last event only, like langchain-anthropic, depend on it)."""
+    return {
+        "input_tokens": plan.input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": plan.output_tokens,
+    }
+
+
+def _tool_use(call: PlannedToolCall, input_: Any) -> dict[str, Any]:
+    """A ``tool_use`` block; ``caller`` says the model called the tool itself (not a server tool)."""
+    caller = {"type": "direct"}
+    return {"type": "tool_use", "id": call.id_for("toolu_01", 22), "name": call.name, "input": input_, "caller": caller}
+
+
 def _headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
-    return (("request-id", ctx.request_id),)
+    return (("request-id", anthropic_request_id(ctx.request_id)),)
+
+
+def _stream_headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
+    return (("request-id", anthropic_request_id(ctx.request_id)), ("cache-control", "no-cache"))
 
 
 def _event(data: dict[str, Any], content: bool = False) -> Frame:
     return sse_frame(data, event=str(data["type"]), content=content)
+
+
+_PING = _event({"type": "ping"})
 
 
 class AnthropicAdapter:
@@ -304,7 +331,7 @@ class AnthropicAdapter:
 
     def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
-            return stream_response(self._frames(plan, ctx), headers=_headers(ctx))
+            return stream_response(self._frames(plan, ctx), media_type=SSE_UTF8_MEDIA, headers=_stream_headers(ctx))
         content: list[dict[str, Any]] = []
         if plan.thinking is not None:
             content.append({"type": "thinking", "thinking": plan.thinking, "signature": signature(plan.thinking)})
@@ -312,16 +339,9 @@ class AnthropicAdapter:
         if _wants_text_block(plan, text):
             content.append({"type": "text", "text": text})
         for call in plan.tool_calls:
-            content.append(
-                {
-                    "type": "tool_use",
-                    "id": call.id_for("toolu_"),
-                    "name": call.name,
-                    "input": call.arguments if call.arguments is not None else {},
-                }
-            )
+            content.append(_tool_use(call, call.arguments if call.arguments is not None else {}))
         payload = {
-            "id": f"msg_{ctx.response_id}",
+            "id": anthropic_message_id(ctx.response_id),
             "type": "message",
             "role": "assistant",
             "model": plan.model,
@@ -335,7 +355,7 @@ class AnthropicAdapter:
     def _frames(self, plan: Plan, ctx: RenderContext) -> list[Frame]:
         start_usage = _usage(plan) | {"output_tokens": 1}
         message: dict[str, Any] = {
-            "id": f"msg_{ctx.response_id}",
+            "id": anthropic_message_id(ctx.response_id),
             "type": "message",
             "role": "assistant",
             "model": plan.model,
@@ -344,12 +364,14 @@ class AnthropicAdapter:
             "stop_sequence": None,
             "usage": start_usage,
         }
-        frames = [_event({"type": "message_start", "message": message}), _event({"type": "ping"})]
+        frames = [_event({"type": "message_start", "message": message})]
         index = 0
 
         def block(start: dict[str, Any], deltas: list[dict[str, Any]], content_flags: list[bool]) -> None:
             nonlocal index
             frames.append(_event({"type": "content_block_start", "index": index, "content_block": start}))
+            if index == 0:
+                frames.append(_PING)  # the real API pings right after the first block starts
             for delta, flag in zip(deltas, content_flags, strict=True):
                 frames.append(_event({"type": "content_block_delta", "index": index, "delta": delta}, content=flag))
             frames.append(_event({"type": "content_block_stop", "index": index}))
@@ -364,7 +386,7 @@ class AnthropicAdapter:
             deltas = [{"type": "text_delta", "text": p} for p in text_pieces]
             block({"type": "text", "text": ""}, deltas, [True] * len(deltas))
         for call in plan.tool_calls:
-            start = {"type": "tool_use", "id": call.id_for("toolu_"), "name": call.name, "input": {}}
+            start = _tool_use(call, {})
             # `tool call NAME null`: Anthropic's input is always an object, so null arrives as {}
             chunks = call.argument_chunks if call.arguments is not None else ("{}",)
             deltas = [
@@ -377,7 +399,7 @@ class AnthropicAdapter:
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": _stop_reason(plan), "stop_sequence": None},
-                    "usage": {"output_tokens": plan.output_tokens},
+                    "usage": _delta_usage(plan),
                 }
             )
         )
@@ -389,10 +411,12 @@ class AnthropicAdapter:
     ) -> Rendered:
         """``{"type":"error","error":{type,message},"request_id"}`` (``code``/``param`` unused)."""
         error = {"type": error_type_for(status, ERROR_TYPES, "invalid_request_error", "api_error"), "message": message}
-        payload = {"type": "error", "error": error, "request_id": ctx.request_id}
-        return json_response(payload, status=status, headers=_headers(ctx))
+        request_id = anthropic_request_id(ctx.request_id)
+        payload = {"type": "error", "error": error, "request_id": request_id}
+        retry = "true" if status in (408, 409, 429) or status >= 500 else "false"
+        return json_response(payload, status=status, headers=(("request-id", request_id), ("x-should-retry", retry)))
 
-    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+    def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         return sse_frame({"type": "error", "error": {"type": "api_error", "message": message}}, event="error").data
 
 

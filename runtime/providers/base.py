@@ -37,7 +37,7 @@ class Rendered:
 class RenderContext:
     """Per-response values the adapter must not invent itself (so output is deterministic)."""
 
-    response_id: str  # unique per response, e.g. "a1b2c3d4e5f6"; adapters add their own prefix
+    response_id: str  # unique per response, 50 hex digits; adapters shape it (mockllm.runtime.reply.ids)
     created: int  # unix seconds, from the server's clock
     request_id: str  # for x-request-id / request-id headers
 
@@ -73,6 +73,7 @@ class Adapter(Protocol):
         """The provider's own error body and type for ``status`` (``param`` where the shape has one)."""
         ...
 
-    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
-        """The in-band error event sent mid-stream (`stream error "…" after N chunks`)."""
+    def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
+        """The in-band error event sent mid-stream (`stream error "…" after N chunks`); ``sequence`` is
+        the number of events sent before it (for APIs that number their events)."""
         ...

@@ -20,6 +20,7 @@ from mockllm.runtime.providers.base import Frame, ProviderError, Rendered
 
 JSON_MEDIA = "application/json"
 SSE_MEDIA = "text/event-stream"
+SSE_UTF8_MEDIA = "text/event-stream; charset=utf-8"  # what OpenAI and Anthropic stream with
 NDJSON_MEDIA = "application/x-ndjson"
 
 # ---------------------------------------------------------------- JSON in and out

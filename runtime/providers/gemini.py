@@ -17,13 +17,15 @@ import attrs
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply import tokens
+from mockllm.runtime.reply.ids import gemini_response_id
 from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 __all__ = ["GeminiAdapter", "count_tokens", "json_schema", "models_response", "status_name"]
 
-_JSON = "application/json"
+_JSON = "application/json; charset=UTF-8"
 _SSE = "text/event-stream"
+_STREAM_HEADERS = (("content-disposition", "attachment"),)
 
 _NO_KEY = (
     "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or "
@@ -363,7 +365,7 @@ class GeminiAdapter:
 
     def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
-            return Rendered(200, _SSE, frames=_stream(plan, ctx))
+            return Rendered(200, _SSE, headers=_STREAM_HEADERS, frames=_stream(plan, ctx))
         parts = _thought_parts(plan, whole=True) + (_answer_parts(plan, whole=True) or [{"text": ""}])
         return Rendered(200, _JSON, body=common.json_bytes(_chunk(plan, ctx, parts, final=True)))
 
@@ -375,24 +377,23 @@ class GeminiAdapter:
             status, _JSON, body=common.json_bytes({"error": {"code": status, "message": message, "status": name}})
         )
 
-    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
-        return (
-            b"data: " + common.json_bytes({"error": {"code": 500, "message": message, "status": "INTERNAL"}}) + b"\n\n"
-        )
+    def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
+        return _sse({"error": {"code": 500, "message": message, "status": "INTERNAL"}})
 
 
 # ---- response ----
 
 
-def _usage(plan: Plan, final: bool) -> dict[str, Any]:
-    prompt = {"promptTokenCount": plan.input_tokens}
-    if not final:
-        return {**prompt, "totalTokenCount": plan.input_tokens}
+def _usage(plan: Plan, answered: float) -> dict[str, Any]:
+    """``usageMetadata`` as every chunk of the real API carries it: the prompt and thinking counts, and
+    the candidates count so far (``answered``: the share of the answer sent, 1.0 on the last chunk)."""
     thoughts = min(tokens.estimate(plan.thinking), plan.output_tokens) if plan.thinking else 0
+    answer = plan.output_tokens - thoughts
+    so_far = answer if answered >= 1.0 else max(1, min(answer, round(answer * answered)))
     usage: dict[str, Any] = {
-        **prompt,
-        "candidatesTokenCount": plan.output_tokens - thoughts,
-        "totalTokenCount": plan.input_tokens + plan.output_tokens,
+        "promptTokenCount": plan.input_tokens,
+        "candidatesTokenCount": so_far,
+        "totalTokenCount": plan.input_tokens + so_far + thoughts,
         "promptTokensDetails": [{"modality": "TEXT", "tokenCount": plan.input_tokens}],
     }
     if thoughts:
@@ -400,16 +401,18 @@ def _usage(plan: Plan, final: bool) -> dict[str, Any]:
     return usage
 
 
-def _chunk(plan: Plan, ctx: RenderContext, parts: list[dict[str, Any]], final: bool) -> dict[str, Any]:
+def _chunk(
+    plan: Plan, ctx: RenderContext, parts: list[dict[str, Any]], final: bool, answered: float = 1.0
+) -> dict[str, Any]:
     candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
     if final:
         candidate["finishReason"] = _FINISH[plan.finish]
     candidate["index"] = 0
     return {
         "candidates": [candidate],
-        "usageMetadata": _usage(plan, final),
+        "usageMetadata": _usage(plan, 1.0 if final else answered),
         "modelVersion": plan.model,
-        "responseId": ctx.response_id,
+        "responseId": gemini_response_id(ctx.response_id),
     }
 
 
@@ -435,19 +438,39 @@ def _args(arguments: Any) -> Any:
     return arguments if isinstance(arguments, dict) else {"value": arguments}
 
 
+def _sse(value: Any) -> bytes:
+    """One event, framed with CRLF as the real API frames its streams."""
+    return b"data: " + common.json_bytes(value) + b"\r\n\r\n"
+
+
 def _stream(plan: Plan, ctx: RenderContext) -> tuple[Frame, ...]:
-    """One content part per event; the finish reason and full usage ride on the last one (a final empty
-    text part when nothing but thinking was said, so the chunk still has text and the turn stays valid)."""
+    """One content part per event; the finish reason rides on the last one (a final empty text part
+    when nothing but thinking was said, so the chunk still has text and the turn stays valid). Gemini 3
+    models end a function-call answer with such an empty chunk too, as the real API does; every chunk
+    carries usage with the candidates count so far."""
     thoughts = _thought_parts(plan, whole=False)
     answer = _answer_parts(plan, whole=False)
     pieces = [(part, True) for part in thoughts + answer]
-    if not answer:
+    if not answer or (plan.model.startswith(_GEMINI_3) and "functionCall" in answer[-1]):
         pieces.append(({"text": ""}, False))
+    total = sum(_size(part) for part in answer) or 1
+    sent = 0
     frames = []
     for n, (part, content) in enumerate(pieces):
-        chunk = _chunk(plan, ctx, [part], final=n == len(pieces) - 1)
-        frames.append(Frame(b"data: " + common.json_bytes(chunk) + b"\n\n", content=content))
+        if "thought" not in part:
+            sent += _size(part)
+        chunk = _chunk(plan, ctx, [part], final=n == len(pieces) - 1, answered=sent / total)
+        frames.append(Frame(_sse(chunk), content=content))
     return tuple(frames)
+
+
+_GEMINI_3 = ("gemini-3", "models/gemini-3")
+
+
+def _size(part: dict[str, Any]) -> int:
+    """A part's weight in the running token count: its text's length (a function call counts 16)."""
+    text = part.get("text")
+    return len(text) if isinstance(text, str) else 16
 
 
 # ---- other endpoints ----

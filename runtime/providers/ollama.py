@@ -22,7 +22,7 @@ __all__ = ["VERSION", "OllamaAdapter", "rfc3339", "tags_response", "version_resp
 
 VERSION = "0.12.6"  # what /api/version reports: recent enough for clients that gate on features
 
-_JSON = "application/json"
+_JSON = "application/json; charset=utf-8"  # gin's c.JSON, as the real server answers
 _NDJSON = "application/x-ndjson"
 _ROLES: dict[str, Role] = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 _DONE_REASONS = {"stop": "stop", "tool_calls": "stop", "length": "length", "content_filter": "stop"}
@@ -214,7 +214,7 @@ class OllamaAdapter:
     ) -> Rendered:
         return Rendered(status, _JSON, body=common.json_bytes({"error": message}))
 
-    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+    def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         return common.json_bytes({"error": message}) + b"\n"
 
 

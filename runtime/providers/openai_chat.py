@@ -9,6 +9,7 @@ from typing import Any
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     JSON_MEDIA,
+    SSE_UTF8_MEDIA,
     FieldPath,
     as_int,
     as_object,
@@ -37,6 +38,7 @@ from mockllm.runtime.providers.common import (
     stream_response,
     wrong_type,
 )
+from mockllm.runtime.reply.ids import chat_completion_id
 from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
@@ -195,6 +197,32 @@ def _headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
     return (("x-request-id", ctx.request_id),)
 
 
+def reply_headers(plan: Plan, ctx: RenderContext) -> tuple[tuple[str, str], ...]:
+    """What the real API sends with every answer: the request id, the processing time (here: the
+    scripted latency) and the API version."""
+    return (
+        ("x-request-id", ctx.request_id),
+        ("openai-processing-ms", str(round(plan.latency_s * 1000))),
+        ("openai-version", "2020-10-01"),
+    )
+
+
+_PAD = "Xq7Lr2Vb9Tk4Wz1Mn8Pd5Hs3Gc6Jf0Ya"
+
+
+def obfuscation(piece: str) -> str:
+    """The padding the real API adds to each streamed delta so that chunk sizes do not reveal the text
+    (``stream_options.include_obfuscation: false`` turns it off): letters and digits bringing the
+    piece to about 16 characters."""
+    return _PAD[: max(2, 16 - len(piece))]
+
+
+def wants_obfuscation(chat: ChatRequest) -> bool:
+    body = chat.body if isinstance(chat.body, dict) else {}
+    options = body.get("stream_options")
+    return not (isinstance(options, dict) and options.get("include_obfuscation") is False)
+
+
 def completion_payload(plan: Plan, ctx: RenderContext) -> dict[str, Any]:
     """The non-streamed chat completion as a JSON value (what :func:`_completion_bytes` encodes)."""
     message: dict[str, Any] = {
@@ -206,7 +234,7 @@ def completion_payload(plan: Plan, ctx: RenderContext) -> dict[str, Any]:
     if plan.tool_calls:
         message["tool_calls"] = [_call_json(c) for c in plan.tool_calls]
     return {
-        "id": f"chatcmpl-{ctx.response_id}",
+        "id": chat_completion_id(ctx.response_id),
         "object": "chat.completion",
         "created": ctx.created,
         "model": plan.model,
@@ -234,7 +262,7 @@ def _completion_bytes(plan: Plan, ctx: RenderContext) -> bytes:
     if type(created) is not int or type(inp) is not int or type(out) is not int:
         return json_bytes(completion_payload(plan, ctx))  # not plain ints: let the encoder decide
     text = (
-        f'{{"id":{json_text(f"chatcmpl-{ctx.response_id}")},"object":"chat.completion","created":{created},'
+        f'{{"id":"{chat_completion_id(ctx.response_id)}","object":"chat.completion","created":{created},'
         f'"model":{json_text(plan.model)},"system_fingerprint":"{SYSTEM_FINGERPRINT}","service_tier":"default",'
         f'"choices":[{{"index":0,"message":{{"role":"assistant","content":{content},"refusal":{refusal},'
         f'"annotations":[]{calls}}},"logprobs":null,"finish_reason":{json_text(plan.finish)}}}],'
@@ -328,14 +356,18 @@ class OpenAIChatAdapter:
     # -------------------------------------------------------------- responses
 
     def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        headers = reply_headers(plan, ctx)
         if chat.stream:
-            return stream_response(self._frames(plan, chat, ctx), headers=_headers(ctx))
-        return Rendered(status=200, media_type=JSON_MEDIA, headers=_headers(ctx), body=_completion_bytes(plan, ctx))
+            return stream_response(self._frames(plan, chat, ctx), media_type=SSE_UTF8_MEDIA, headers=headers)
+        return Rendered(status=200, media_type=JSON_MEDIA, headers=headers, body=_completion_bytes(plan, ctx))
 
     def _frames(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> list[Frame]:
+        completion_id = chat_completion_id(ctx.response_id)
+        pad = wants_obfuscation(chat)
+
         def chunk(delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:
             data: dict[str, Any] = {
-                "id": f"chatcmpl-{ctx.response_id}",
+                "id": completion_id,
                 "object": "chat.completion.chunk",
                 "created": ctx.created,
                 "model": plan.model,
@@ -345,6 +377,9 @@ class OpenAIChatAdapter:
             }
             if chat.include_usage:
                 data["usage"] = None
+            if pad:
+                piece = delta.get("content") or delta.get("refusal") or ""
+                data["obfuscation"] = obfuscation(piece if isinstance(piece, str) else "")
             return sse_frame(data, content=content)
 
         first: dict[str, Any] = {"role": "assistant", "content": "" if _has_content(plan) else None, "refusal": None}
@@ -373,7 +408,7 @@ class OpenAIChatAdapter:
         frames.append(chunk({}, finish=plan.finish))
         if chat.include_usage:
             usage_chunk = {
-                "id": f"chatcmpl-{ctx.response_id}",
+                "id": completion_id,
                 "object": "chat.completion.chunk",
                 "created": ctx.created,
                 "model": plan.model,
@@ -399,7 +434,7 @@ class OpenAIChatAdapter:
         }
         return json_response({"error": error}, status=status, headers=_headers(ctx))
 
-    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+    def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         error = {"message": message, "type": "server_error", "param": None, "code": None}
         return sse_frame({"error": error}).data
 

@@ -8,6 +8,8 @@ the ``openai`` SDK's stream decoder raise ``APIError`` instead of yielding the e
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -16,7 +18,9 @@ import attrs
 
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.openai_chat import obfuscation, reply_headers, wants_obfuscation
 from mockllm.runtime.reply import tokens
+from mockllm.runtime.reply.ids import hex_id
 from mockllm.runtime.reply.plan import Plan, PlannedToolCall
 from mockllm.runtime.request import (
     ChatRequest,
@@ -33,7 +37,7 @@ from mockllm.runtime.request import (
 __all__ = ["ResponsesAdapter", "resolve_tool_names"]
 
 _JSON = "application/json"
-_SSE = "text/event-stream"
+_SSE = common.SSE_UTF8_MEDIA
 
 _NO_KEY = (
     "You didn't provide an API key. You need to provide your API key in an Authorization header using "
@@ -323,10 +327,10 @@ class ResponsesAdapter:
                 )
 
     def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-        headers = (("x-request-id", ctx.request_id),)
+        headers = reply_headers(plan, ctx)
         if chat.stream:
             return Rendered(200, _SSE, headers=headers, frames=_stream(plan, chat, ctx))
-        output = [item for item, _ in _output(plan, ctx.response_id)]
+        output = [item for item, _ in _output(plan, chat, ctx.response_id)]
         return Rendered(
             200, _JSON, headers=headers, body=common.json_bytes(_response(plan, chat, ctx, output, final=True))
         )
@@ -338,9 +342,18 @@ class ResponsesAdapter:
         body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
         return Rendered(status, _JSON, headers=(("x-request-id", ctx.request_id),), body=common.json_bytes(body))
 
-    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+    def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
+        """The ``error`` event, numbered like every other event (``sequence`` = events sent before it:
+        the Vercel AI SDK rejects an event without ``sequence_number``)."""
         error = {"type": "server_error", "code": "server_error", "message": message, "param": None}
-        payload = {"type": "error", "code": "server_error", "message": message, "param": None, "error": error}
+        payload = {
+            "type": "error",
+            "code": "server_error",
+            "message": message,
+            "param": None,
+            "sequence_number": sequence,
+            "error": error,
+        }
         return _event("error", payload)
 
 
@@ -359,7 +372,7 @@ def _usage(plan: Plan) -> dict[str, Any]:
     reasoning = min(tokens.estimate(plan.thinking), plan.output_tokens) if plan.thinking else 0
     return {
         "input_tokens": plan.input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0},
         "output_tokens": plan.output_tokens,
         "output_tokens_details": {"reasoning_tokens": reasoning},
         "total_tokens": plan.input_tokens + plan.output_tokens,
@@ -379,49 +392,134 @@ def _message_parts(plan: Plan) -> list[dict[str, Any]]:
     return parts
 
 
-def _reasoning_item(plan: Plan, rid: str) -> dict[str, Any]:
-    return {"type": "reasoning", "id": f"rs_{rid}", "summary": [{"type": "summary_text", "text": plan.thinking}]}
+def _wants_summary(chat: ChatRequest) -> bool:
+    """Whether the request asked for a reasoning summary (``reasoning.summary``): only then does the
+    real API stream summary events and fill the item's ``summary``."""
+    body = chat.body if isinstance(chat.body, dict) else {}
+    reasoning = body.get("reasoning")
+    return isinstance(reasoning, dict) and reasoning.get("summary") not in (None, "none")
+
+
+def _wants_encrypted(chat: ChatRequest) -> bool:
+    body = chat.body if isinstance(chat.body, dict) else {}
+    include = body.get("include")
+    return isinstance(include, list) and "reasoning.encrypted_content" in include
+
+
+def encrypted_reasoning(thinking: str) -> str:
+    """An opaque stand-in for the encrypted reasoning the real API returns with
+    ``include: ["reasoning.encrypted_content"]`` (same ``gAAAAA`` url-safe base64 look)."""
+    digest = hashlib.sha256(thinking.encode("utf-8", "surrogatepass")).digest()
+    return "gAAAAAB" + base64.urlsafe_b64encode(digest * 4).decode()
+
+
+def _reasoning_item(plan: Plan, chat: ChatRequest, rid: str) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": item_id("rs_", rid, 0), "type": "reasoning", "content": []}
+    if _wants_encrypted(chat):
+        item["encrypted_content"] = encrypted_reasoning(plan.thinking or "")
+    item["summary"] = [{"type": "summary_text", "text": plan.thinking}] if _wants_summary(chat) else []
+    return item
 
 
 def _message_item(plan: Plan, rid: str) -> dict[str, Any]:
     status = "completed" if plan.finish in ("stop", "tool_calls") else "incomplete"
     return {
+        "id": item_id("msg_", rid, 1),
         "type": "message",
-        "id": f"msg_{rid}",
         "status": status,
-        "role": "assistant",
         "content": _message_parts(plan),
+        # `commentary` for text said before tool calls, `final_answer` for the answer itself
+        "phase": "commentary" if plan.tool_calls else "final_answer",
+        "role": "assistant",
     }
 
 
 def _call_item(call: PlannedToolCall, rid: str, i: int) -> dict[str, Any]:
     return {
+        "id": item_id("fc_", rid, 2 + i),
         "type": "function_call",
-        "id": f"fc_{rid}_{i}",
+        "status": "completed",
+        "arguments": call.arguments_json,
         "call_id": call.id_for("call_"),
         "name": call.name,
-        "arguments": call.arguments_json,
-        "status": "completed",
     }
+
+
+def item_id(prefix: str, rid: str, index: int) -> str:
+    """``msg_``/``fc_``/``rs_`` + 50 hex digits, like the response id (the first output item of a
+    response shares its first digits, as the real API's do)."""
+    return prefix + (rid[:16] + hex_id(rid, index, 50))[:50]
 
 
 _Item = tuple[dict[str, Any], PlannedToolCall | None]
 
 
-def _output(plan: Plan, rid: str) -> list[_Item]:
+def _output(plan: Plan, chat: ChatRequest, rid: str) -> list[_Item]:
     """The final output items in order, each with the planned call it renders (None for others)."""
     items: list[_Item] = []
     if plan.thinking:
-        items.append((_reasoning_item(plan, rid), None))
+        items.append((_reasoning_item(plan, chat, rid), None))
     if plan.text or plan.refusal or not plan.tool_calls:
         items.append((_message_item(plan, rid), None))
     items.extend((_call_item(call, rid, i), call) for i, call in enumerate(plan.tool_calls))
     return items
 
 
+_REASONING_MODELS = ("gpt-5", "o1", "o3", "o4", "codex")
+
+
+def _reasoning(model: str, requested: Any) -> dict[str, Any]:
+    """``reasoning`` as the real API echoes it: the requested effort, else ``medium`` for reasoning
+    models and null for the others; the requested summary, else null."""
+    asked = requested if isinstance(requested, dict) else {}
+    default = "medium" if model.startswith(_REASONING_MODELS) else None
+    return {
+        "context": "current_turn",
+        "effort": asked.get("effort", default),
+        "mode": "standard",
+        "summary": asked.get("summary"),
+    }
+
+
+def _tools_echo(value: Any) -> list[Any]:
+    """The request's tools as the response lists them: function tools with every field, an empty
+    description as null."""
+    if not isinstance(value, list):
+        return []
+    out: list[Any] = []
+    for tool in value:
+        if isinstance(tool, dict) and tool.get("type") == "function":
+            out.append(
+                {
+                    "type": "function",
+                    "description": tool.get("description") or None,
+                    "name": tool.get("name"),
+                    "output_schema": tool.get("output_schema"),
+                    "parameters": tool.get("parameters"),
+                    "strict": tool.get("strict", True),
+                }
+            )
+        else:
+            out.append(tool)
+    return out
+
+
+def _tool_usage() -> dict[str, Any]:
+    details = {"image_tokens": 0, "text_tokens": 0}
+    image_gen = {
+        "input_tokens": 0,
+        "input_tokens_details": dict(details),
+        "output_tokens": 0,
+        "output_tokens_details": dict(details),
+        "total_tokens": 0,
+    }
+    return {"image_gen": image_gen, "web_search": {"num_requests": 0}}
+
+
 def _response(
     plan: Plan, chat: ChatRequest, ctx: RenderContext, output: list[dict[str, Any]], final: bool
 ) -> dict[str, Any]:
+    """The Response object with every field the 2026 API sends, request settings echoed."""
     body: Mapping[str, Any] = chat.body if isinstance(chat.body, dict) else {}
     status, incomplete = _status(plan) if final else ("in_progress", None)
 
@@ -429,25 +527,39 @@ def _response(
         value = body.get(key)
         return default if value is None else value
 
+    text = echo("text", {})
+    text = {"format": {"type": "text"}, "verbosity": "medium", **(text if isinstance(text, dict) else {})}
     return {
         "id": f"resp_{ctx.response_id}",
         "object": "response",
         "created_at": ctx.created,
         "status": status,
+        "background": echo("background", False),
+        "completed_at": ctx.created if final else None,
         "error": None,
+        "frequency_penalty": echo("frequency_penalty", 0.0),
         "incomplete_details": incomplete,
         "instructions": body.get("instructions"),
         "max_output_tokens": body.get("max_output_tokens"),
+        "max_tool_calls": body.get("max_tool_calls"),
         "model": plan.model,
+        "moderation": None,
         "output": output,
         "parallel_tool_calls": echo("parallel_tool_calls", True),
+        "presence_penalty": echo("presence_penalty", 0.0),
         "previous_response_id": chat.previous_response_id,
-        "reasoning": echo("reasoning", {"effort": None, "summary": None}),
+        "prompt_cache_key": body.get("prompt_cache_key"),
+        "prompt_cache_retention": echo("prompt_cache_retention", "24h"),
+        "reasoning": _reasoning(plan.model, body.get("reasoning")),
+        "safety_identifier": body.get("safety_identifier"),
+        "service_tier": "default" if final else echo("service_tier", "auto"),
         "store": echo("store", True),
         "temperature": echo("temperature", 1.0),
-        "text": echo("text", {"format": {"type": "text"}}),
+        "text": text,
         "tool_choice": echo("tool_choice", "auto"),
-        "tools": echo("tools", []),
+        "tool_usage": _tool_usage(),
+        "tools": _tools_echo(body.get("tools")),
+        "top_logprobs": echo("top_logprobs", 0),
         "top_p": echo("top_p", 1.0),
         "truncation": echo("truncation", "disabled"),
         "usage": _usage(plan) if final else None,
@@ -461,22 +573,29 @@ def _event(kind: str, payload: Mapping[str, Any]) -> bytes:
 
 
 class _Events:
-    """Collects stream events, numbering them in order."""
+    """Collects stream events, numbering them in order; deltas get the real API's ``obfuscation``
+    padding unless the request turned it off."""
 
-    def __init__(self) -> None:
+    def __init__(self, pad: bool) -> None:
         self.frames: list[Frame] = []
+        self.pad = pad
 
     def add(self, kind: str, content: bool = False, **fields: Any) -> None:
         payload = {"type": kind, "sequence_number": len(self.frames), **fields}
+        if self.pad and kind in _PADDED:
+            payload["obfuscation"] = obfuscation(str(fields.get("delta", "")))
         self.frames.append(Frame(_event(kind, payload), content=content))
+
+
+_PADDED = frozenset({"response.output_text.delta", "response.function_call_arguments.delta"})
 
 
 def _stream(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> tuple[Frame, ...]:
     rid = ctx.response_id
-    ev = _Events()
+    ev = _Events(wants_obfuscation(chat))
     ev.add("response.created", response=_response(plan, chat, ctx, [], final=False))
     ev.add("response.in_progress", response=_response(plan, chat, ctx, [], final=False))
-    final = _output(plan, rid)
+    final = _output(plan, chat, rid)
     calls = [(index, item, call) for index, (item, call) in enumerate(final) if call is not None]
     interleave = plan.interleave_calls and len(calls) > 1
     for index, (item, call) in enumerate(final):
@@ -486,7 +605,7 @@ def _stream(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> tuple[Frame, .
             elif index == calls[0][0]:
                 _stream_calls_interleaved(ev, calls)
         elif item["type"] == "reasoning":
-            _stream_reasoning(ev, plan, item, index)
+            _stream_reasoning(ev, plan, item, index, _wants_summary(chat))
         else:
             _stream_message(ev, plan, item, index)
     output = [item for item, _ in final]
@@ -495,10 +614,13 @@ def _stream(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> tuple[Frame, .
     return tuple(ev.frames)
 
 
-def _stream_reasoning(ev: _Events, plan: Plan, item: dict[str, Any], index: int) -> None:
+def _stream_reasoning(ev: _Events, plan: Plan, item: dict[str, Any], index: int, summary: bool) -> None:
     thinking = plan.thinking or ""
     ids = {"item_id": item["id"], "output_index": index, "summary_index": 0}
     ev.add("response.output_item.added", output_index=index, item={**item, "summary": []})
+    if not summary:  # the real API streams no summary events unless `reasoning.summary` asked for one
+        ev.add("response.output_item.done", output_index=index, item=item)
+        return
     ev.add("response.reasoning_summary_part.added", **ids, part={"type": "summary_text", "text": ""})
     for piece in common.pieces(plan.thinking_chunks, thinking):
         ev.add("response.reasoning_summary_text.delta", content=True, **ids, delta=piece)
@@ -540,7 +662,7 @@ def _stream_calls_interleaved(ev: _Events, calls: list[tuple[int, dict[str, Any]
                 ev.add("response.function_call_arguments.delta", content=True, **ids, delta=queue[round_])
     for index, item, call in calls:
         ids = {"item_id": item["id"], "output_index": index}
-        ev.add("response.function_call_arguments.done", **ids, name=call.name, arguments=call.arguments_json)
+        ev.add("response.function_call_arguments.done", **ids, arguments=call.arguments_json)
         ev.add("response.output_item.done", output_index=index, item=item)
 
 
@@ -549,5 +671,5 @@ def _stream_call(ev: _Events, call: PlannedToolCall, item: dict[str, Any], index
     ids = {"item_id": item["id"], "output_index": index}
     for piece in common.pieces(call.argument_chunks, call.arguments_json):
         ev.add("response.function_call_arguments.delta", content=True, **ids, delta=piece)
-    ev.add("response.function_call_arguments.done", **ids, name=call.name, arguments=call.arguments_json)
+    ev.add("response.function_call_arguments.done", **ids, arguments=call.arguments_json)
     ev.add("response.output_item.done", output_index=index, item=item)

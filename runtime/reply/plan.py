@@ -17,11 +17,12 @@ class PlannedToolCall:
     arguments: Any  # the JSON value
     arguments_json: str  # its exact JSON text, as streamed and as OpenAI's `arguments` string
     argument_chunks: tuple[str, ...]  # arguments_json split by the stream policy; joins to it exactly
-    key: str  # deterministic per conversation; adapters build ids as prefix + key ("call_" / "toolu_")
+    key: str  # 24 letters and digits, per conversation and turn; adapters build ids as prefix + key
     explicit_id: str | None = None  # `id "call_x"` in the script wins over prefix + key
 
-    def id_for(self, prefix: str) -> str:
-        return self.explicit_id if self.explicit_id is not None else prefix + self.key
+    def id_for(self, prefix: str, length: int = 24) -> str:
+        """``prefix`` + the first ``length`` characters of the key (``call_…``, ``toolu_01…``)."""
+        return self.explicit_id if self.explicit_id is not None else prefix + self.key[:length]
 
 
 @attrs.frozen

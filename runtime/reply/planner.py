@@ -2,7 +2,7 @@
 
 Templates are rendered, several ``text`` lines joined with a newline, text, thinking and tool
 arguments split for streaming by the stream policy (the pieces always join exactly to the whole),
-usage given or estimated, tool calls keyed deterministically within the conversation."""
+usage given or estimated, tool calls keyed deterministically per conversation and turn."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import attrs
 
 from mockllm.dsl.tree import nodes
 from mockllm.dsl.tree.templates import parse, render_json
+from mockllm.runtime.reply.ids import call_key
 from mockllm.runtime.reply.plan import FinishReason, Plan, PlannedToolCall
 from mockllm.runtime.reply.tokens import estimate
 from mockllm.runtime.request import ChatRequest
@@ -207,7 +208,7 @@ def _is_static(block: nodes.ReplyBlock) -> bool:
 
 _STATIC_LIMIT = 4096
 _static: dict[int, tuple[nodes.ReplyBlock, _Resolved | None]] = {}  # by id(block); the block keeps the id alive
-_last: dict[int, tuple[tuple[str, int, int], Plan]] = {}  # by id(resolved): the last plan built from it
+_last: dict[int, tuple[tuple[str, int, int, str], Plan]] = {}  # by id(resolved): the last plan built from it
 _NO_ENV: Mapping[str, str] = {}
 
 
@@ -235,35 +236,49 @@ def needs_env(block: nodes.ReplyBlock) -> bool:
     return _static_part(block) is None
 
 
-def plan_reply(block: nodes.ReplyBlock, chat: ChatRequest, env: Mapping[str, str], *, call_offset: int) -> Plan:
+def plan_reply(
+    block: nodes.ReplyBlock, chat: ChatRequest, env: Mapping[str, str], *, call_offset: int, conversation: str = ""
+) -> Plan:
     """The plan for answering ``chat`` with ``block``. ``call_offset`` is the number of tool calls already
-    in the conversation's history: this reply's calls are keyed ``mock_{call_offset + 1}``, ``…+2`` …
+    in the conversation's history: this reply's calls are the conversation's calls number
+    ``call_offset + 1``, ``…+2`` …, keyed by :func:`mockllm.runtime.reply.ids.call_key` from ``conversation``
+    and that number (the same conversation and turn always get the same ids; another conversation
+    gets others).
 
     A block without templates or echo is resolved once (rendering, splitting for streaming, the output
     token estimate) and only the request-dependent fields are filled in per request."""
     resolved = _static_part(block)
     if resolved is None:
-        return _complete(_resolve(block, chat, env), chat, call_offset)
+        return _complete(_resolve(block, chat, env), chat, call_offset, conversation)
     # A static block answers the same plan to requests with the same model, prompt size and call
     # offset (plans are immutable): reuse the last one instead of building an equal copy.
     input_tokens = resolved.input_tokens
     if input_tokens is None:
         input_tokens = estimate(input_text(chat))
-    key = (chat.model, input_tokens, call_offset if resolved.calls else 0)
+    key = (chat.model, input_tokens, call_offset if resolved.calls else 0, conversation if resolved.calls else "")
     last = _last.get(id(resolved))
     if last is not None and last[0] == key:
         return last[1]
-    plan = _complete(resolved, chat, call_offset, input_tokens)
+    plan = _complete(resolved, chat, call_offset, conversation, input_tokens)
     _last[id(resolved)] = (key, plan)
     return plan
 
 
-def _complete(resolved: _Resolved, chat: ChatRequest, call_offset: int, input_tokens: int | None = None) -> Plan:
+def _complete(
+    resolved: _Resolved, chat: ChatRequest, call_offset: int, conversation: str, input_tokens: int | None = None
+) -> Plan:
     """The plan: ``resolved`` with the model, the prompt-token estimate and the keyed tool calls."""
     if resolved.calls:
         first = call_offset + 1
         calls = tuple(
-            PlannedToolCall(c.name, c.arguments, c.arguments_json, c.argument_chunks, f"{c.prefix}{n}", c.explicit_id)
+            PlannedToolCall(
+                c.name,
+                c.arguments,
+                c.arguments_json,
+                c.argument_chunks,
+                call_key(conversation, c.prefix, n),
+                c.explicit_id,
+            )
             for n, c in enumerate(resolved.calls, start=first)
         )
     else:
@@ -295,7 +310,7 @@ def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str
         elif isinstance(el, nodes.Chunks):
             chunks = tuple(_render(c, env) for c in el.chunks)
         elif isinstance(el, nodes.ToolCall):
-            pending_calls.append((el.name, render_json(el.arguments, env), "mock_", el.id))
+            pending_calls.append((el.name, render_json(el.arguments, env), "mock", el.id))
         elif isinstance(el, nodes.Thinking):
             thinking.append(_render(el.text, env))
         elif isinstance(el, nodes.Refusal):
@@ -340,7 +355,7 @@ def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str
             answer = echo_answer(chat)
             texts.append(answer.text)
             for name, arguments in answer.tool_calls:
-                pending_calls.append((name, arguments, "echo_", None))
+                pending_calls.append((name, arguments, "echo", None))
 
     calls: list[_Call] = []
     for name, arguments, prefix, explicit_id in pending_calls:
