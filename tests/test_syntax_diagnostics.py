@@ -221,7 +221,7 @@ def test_bad_escape_in_a_triple_quoted_string_points_at_its_line() -> None:
     d = one(
         STEP
         + '        reply:\n            text """\n'
-        + "                fine\n                bad \\z here\n                \"\"\"\n"
+        + '                fine\n                bad \\z here\n                """\n'
     )
     assert d.message == "unknown escape `\\z` in a string"
     assert (d.span.line, d.span.column, d.span.end_column) == (6, 21, 23)
