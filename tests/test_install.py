@@ -62,7 +62,8 @@ def test_the_readme_commands_install_only_what_each_needs() -> None:
 
 
 def test_every_module_imports_with_the_runtime_dependencies_alone(tmp_path: Path) -> None:
-    """In a child process where importing any package of the test, docs or dev extras fails, every mockllm module but the pytest plugin imports and `mockllm check` runs."""
+    """In a child process where importing any package of the test, docs or dev extras fails, every
+    mockllm module but the pytest plugin imports and `mockllm check` runs."""
     runtime = _closure({_name(r) for r in PYPROJECT["project"]["dependencies"]} | {"mockllm"})
     extras = PYPROJECT["project"]["optional-dependencies"]
     others = {_name(r) for extra in ("test", "docs", "dev") for r in extras[extra]} - runtime - {"mockllm"}
