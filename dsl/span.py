@@ -22,6 +22,16 @@ class Span:
     def location(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
 
+    @classmethod
+    def parse_location(cls, location: str) -> Span:
+        """The point a ``file:line:column`` text names (what :meth:`location` wrote); a text without
+        line and column is a file with no position."""
+        file, _, rest = location.rpartition(":")
+        head, _, line = file.rpartition(":")
+        if head and line.isdigit() and rest.isdigit():
+            return cls.point(head, int(line), int(rest))
+        return cls(location, 0, 0, 0, 0)
+
 
 #: The span of nodes that were built in code or loaded from JSON without positions.
 NO_SPAN = Span("<built>", 0, 0, 0, 0)

@@ -71,7 +71,7 @@ def chat(fixture, text):
 
 def test_session_library_with_openai(mockllm):
     assert chat(mockllm, "hello there") == "Hello from the session library."
-    assert [r["matched"]["step"] for r in mockllm.requests] == ["hello"]
+    assert [r.step for r in mockllm.requests()] == ["hello"]
 
 
 def test_session_library_with_anthropic(mockllm):
@@ -99,7 +99,7 @@ def test_marker_loads_a_file_beside_the_test(mockllm):
 
 def test_scenarios_of_the_previous_test_are_gone(mockllm):
     assert [s["name"] for s in mockllm.server.scenarios()] == ["Greeting"]
-    assert mockllm.requests == []
+    assert mockllm.requests() == []
 
 
 def test_builder_load_and_env(mockllm_env):
@@ -217,7 +217,7 @@ def test_unmatched_is_allowed_when_not_strict(mockllm):
 
 
 def test_session_steps_are_not_required(mockllm):
-    assert mockllm.requests == []
+    assert mockllm.requests() == []
 
 
 def test_an_unused_loaded_step_fails(mockllm):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+import types
 from pathlib import Path
 
 import anthropic
+import attrs
 import httpx
 import openai
 import pytest
@@ -105,8 +107,8 @@ scenario "Weather":
         claude = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="test", max_retries=0)
         reply = claude.messages.create(model="c", max_tokens=10, messages=[{"role": "user", "content": "hello"}])
         assert reply.content[0].text == "Hi there."  # type: ignore[union-attr]
-        assert [r["matched"]["step"] for r in server.requests] == ["hello", "hello"]
-        assert len(server.conversations) == 1  # the same opening: one conversation
+        assert [r.step for r in server.requests()] == ["hello", "hello"]
+        assert len(server.conversations()) == 1  # the same opening: one conversation
 
         # a path loads in this process: the no-match report names the real file and line
         loaded = server.load(tmp_path / "weather.mockllm")
@@ -139,7 +141,7 @@ scenario "Weather":
         assert "<admin>:5:13" in str(info.value) and 'txt "hi"' in str(info.value)
 
         server.reset()
-        assert server.requests == [] and server.conversations == []
+        assert server.requests() == [] and server.conversations() == []
         assert server.verify().ok
         server.restore()
         assert [s["name"] for s in server.scenarios()] == ["Greeting"]
@@ -159,7 +161,7 @@ def test_reset_of_one_conversation() -> None:
                 json={"model": "m", "messages": [{"role": "user", "content": key}]},
             ).raise_for_status()
         server.reset("a")
-        assert [r["conversation"] for r in server.requests] == ["b"]
+        assert [r.conversation for r in server.requests()] == ["b"]
 
 
 def test_start_and_stop_without_with() -> None:
@@ -171,3 +173,53 @@ def test_start_and_stop_without_with() -> None:
     finally:
         server.stop()
     assert repr(server) == "<mockllm.MockServer not running>"
+
+
+def test_the_public_api_is_one_explicit_export_list() -> None:
+    """`mockllm/__init__.py` names what it exports (no star import), and exports nothing else."""
+    source = (Path(mockllm.__file__)).read_text(encoding="utf-8")
+    assert "import *" not in source
+    assert len(mockllm.__all__) == len(set(mockllm.__all__))
+    assert all(hasattr(mockllm, name) for name in mockllm.__all__)
+    public = {
+        name
+        for name, value in vars(mockllm).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType) and name != "annotations"
+    }
+    assert public == set(mockllm.__all__) - {"__version__"}
+
+
+def test_requests_and_conversations_are_typed_records() -> None:
+    script = mockllm.scenario("Greeting").step("hello").always().reply(mockllm.text("Hi."))
+    with mockllm.serve(script) as server:
+        httpx.post(
+            server.openai_base_url + "/chat/completions",
+            headers={"x-mockllm-conversation": "c1"},
+            json={"model": "m", "messages": [{"role": "user", "content": "hello"}]},
+        ).raise_for_status()
+        (entry,) = server.requests()
+        assert isinstance(entry, mockllm.JournalEntry)
+        assert (entry.scenario, entry.step, entry.conversation, entry.status) == ("Greeting", "hello", "c1", 200)
+        (conversation,) = server.conversations()
+        assert isinstance(conversation, mockllm.ConversationRecord)
+        assert conversation.conversation == "c1"
+        assert [(m.scenario, dict(m.uses)) for m in conversation.machines] == [("Greeting", {"hello": 1})]
+
+
+def test_clear_checks_the_status_it_gets() -> None:
+    with mockllm.serve(admin_token="secret") as server:
+        server.options = attrs.evolve(server.options, admin_token="wrong")
+        with pytest.raises(RuntimeError, match="clearing the scenarios answered 403"):
+            server.clear()
+
+
+def test_serve_takes_the_hang_limit_the_cookbook_shows() -> None:
+    hang = mockllm.scenario("Hang").step("wait").always().reply(mockllm.hang())
+    with mockllm.serve(hang, hang_limit_s=0.2) as server:
+        response = httpx.post(
+            server.openai_base_url + "/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=30,
+        )
+        assert response.status_code == 504 or response.status_code >= 500
+        assert server.requests()[0].note and "hang limit of 0.2s" in server.requests()[0].note

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import attrs
 
@@ -72,6 +73,51 @@ class MachineState:
         if max_uses is not None and counts[index] >= max_uses:
             position = index
         return MachineState(self.generation, position, tuple(sorted(counts.items())), tuple(captures.items()))
+
+
+@attrs.frozen
+class MachineRecord:
+    """One scenario's state in a conversation, as ``GET /_mockllm/conversations`` reports it."""
+
+    scenario: str
+    position: str  # "start", or the name of the step last used up
+    uses: Mapping[str, int]  # step name -> times used
+    captures: Mapping[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "position": self.position,
+            "uses": dict(self.uses),
+            "captures": dict(self.captures),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MachineRecord:
+        return cls(
+            str(data["scenario"]), str(data["position"]), dict(data.get("uses", {})), dict(data.get("captures", {}))
+        )
+
+
+@attrs.frozen
+class ConversationRecord:
+    """A live conversation: its key, how long it has been idle, and each scenario's state in it."""
+
+    conversation: str
+    idle_seconds: float
+    machines: tuple[MachineRecord, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "conversation": self.conversation,
+            "idle_seconds": self.idle_seconds,
+            "machines": [m.to_json() for m in self.machines],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ConversationRecord:
+        machines = tuple(MachineRecord.from_json(m) for m in data.get("machines", ()))
+        return cls(str(data["conversation"]), float(data.get("idle_seconds", 0.0)), machines)
 
 
 class Conversation:

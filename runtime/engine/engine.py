@@ -24,7 +24,9 @@ from mockllm.runtime.engine.conditions import capture, evaluate, holds, subject_
 from mockllm.runtime.engine.conversations import (
     CONVERSATION_HEADER,
     Conversation,
+    ConversationRecord,
     ConversationTable,
+    MachineRecord,
     MachineState,
     ResponseStore,
     conversation_key,
@@ -526,27 +528,26 @@ class Engine:
         return self._journal.to_json()
 
     def conversations(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.conversation_records()]
+
+    def conversation_records(self) -> list[ConversationRecord]:
+        """Each live conversation with every scenario's position, use counts and captures in it."""
         loaded = self._loaded
         now = self._clock.monotonic()
-        out: list[dict[str, Any]] = []
+        out: list[ConversationRecord] = []
         for conv in self._table.snapshot():
             with conv.lock:
                 states = dict(conv.states) if conv.states is not None else {}
-            machines: list[dict[str, Any]] = []
+            machines: list[MachineRecord] = []
             if loaded is not None:
                 for mi, machine in enumerate(loaded.library.machines):
                     state = states.get(machine.name)
                     if state is None or state.generation != loaded.generations[mi]:
                         continue
-                    machines.append(
-                        {
-                            "scenario": machine.name,
-                            "position": position_name(machine, state.position),
-                            "uses": {machine.steps[i].name: k for i, k in state.uses if i < len(machine.steps)},
-                            "captures": state.captured(),
-                        }
-                    )
-            out.append({"conversation": conv.key, "idle_seconds": max(0.0, now - conv.last_used), "machines": machines})
+                    uses = {machine.steps[i].name: k for i, k in state.uses if i < len(machine.steps)}
+                    position = position_name(machine, state.position)
+                    machines.append(MachineRecord(machine.name, position, uses, state.captured()))
+            out.append(ConversationRecord(conv.key, max(0.0, now - conv.last_used), tuple(machines)))
         return out
 
     def verify(self) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -36,6 +37,33 @@ class JournalEntry:
     @property
     def unmatched(self) -> bool:
         return self.no_match is not None and not self.fallback
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JournalEntry:
+        """An entry back from the JSON form ``GET /_mockllm/requests`` sends."""
+        matched = data.get("matched") or {}
+        no_match = data.get("no_match")
+        return cls(
+            id=int(data["id"]),
+            time=float(data.get("time", 0.0)),
+            conversation=str(data.get("conversation", "")),
+            provider=str(data.get("provider", "")),
+            endpoint=str(data.get("endpoint", "")),
+            model=str(data.get("model", "")),
+            stream=bool(data.get("stream", False)),
+            status=int(data.get("status", 0)),
+            scenario=matched.get("scenario"),
+            step=matched.get("step"),
+            location=matched.get("location"),
+            fallback=bool(data.get("fallback", False)),
+            echo=bool(data.get("echo", False)),
+            no_match=NoMatchReport.from_json(no_match) if no_match else None,
+            expectation_failed=data.get("expectation_failed"),
+            response_id=str(data.get("response_id", "")),
+            client_gone=bool(data.get("client_gone", False)),
+            note=data.get("note"),
+            body=data.get("body"),
+        )
 
     def to_json(self) -> dict[str, Any]:
         matched = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -31,6 +32,21 @@ class Candidate:
 class NoMatchReport:
     message: str  # begins "mockllm: no step matched"; what the 404 body and the log carry
     candidates: tuple[Candidate, ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NoMatchReport:
+        """The report back from its JSON form (what the admin API sends)."""
+        candidates = tuple(
+            Candidate(
+                str(c.get("scenario", "")),
+                str(c.get("step", "")),
+                Span.parse_location(str(c.get("location", ""))),
+                tuple(FailedCondition(str(f["condition"]), str(f["seen"])) for f in c.get("failed", ())),
+                str(c.get("reason", "")),
+            )
+            for c in data.get("candidates", ())
+        )
+        return cls(str(data.get("message", "")), candidates)
 
     def to_json(self) -> dict[str, Any]:
         return {

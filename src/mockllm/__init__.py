@@ -1,6 +1,6 @@
 """mockllm: a mock LLM server for end-to-end tests, driven by `.mockllm` scenario scripts.
 
-The public API::
+The public API (``__all__`` lists every name)::
 
     import mockllm
 
@@ -17,7 +17,6 @@ The pytest plugin (fixtures ``mockllm``, ``mockllm_server``, ``mockllm_env``) li
 
 from __future__ import annotations
 
-from mockllm import builder
 from mockllm.api import (
     Loaded,
     LoadResult,
@@ -29,25 +28,129 @@ from mockllm.api import (
     load_or_raise,
     serve,
 )
-from mockllm.builder import *  # noqa: F403  (the builder functions; `builder.__all__` lists them)
+from mockllm.builder import (
+    BuilderError,
+    ConditionBuilder,
+    ScenarioBuilder,
+    ScriptBuilder,
+    SubjectBuilder,
+    any_assistant_message,
+    any_message,
+    any_system_message,
+    any_tool_message,
+    any_user_message,
+    body,
+    chunks,
+    defaults,
+    disconnect,
+    duration,
+    echo,
+    echo_header,
+    endpoint,
+    error,
+    field,
+    finish,
+    hang,
+    header,
+    interleave_calls,
+    last_message,
+    last_user_message,
+    latency,
+    model,
+    named_reply,
+    provider,
+    refusal,
+    request_header,
+    retry_after,
+    scenario,
+    script,
+    status,
+    stream,
+    stream_error,
+    streaming,
+    system_prompt,
+    text,
+    thinking,
+    tool_call,
+    tool_result,
+    tools,
+    turn,
+    usage,
+    use,
+)
 from mockllm.dsl.diagnostics import Diagnostic
 from mockllm.errors import DiagnosticsError, MockllmError
+from mockllm.runtime.engine.conversations import ConversationRecord, MachineRecord
+from mockllm.runtime.engine.journal import JournalEntry
+from mockllm.runtime.engine.outcome import NoMatchReport
 
 __version__ = "0.1.0"
 
+# The public API, spelled out: loading and serving, the records the server reports, and the builder.
 __all__ = [
+    "BuilderError",
+    "ConditionBuilder",
+    "ConversationRecord",
     "Diagnostic",
     "DiagnosticsError",
+    "JournalEntry",
     "LoadResult",
     "Loaded",
+    "MachineRecord",
     "MockServer",
     "MockllmError",
+    "NoMatchReport",
+    "ScenarioBuilder",
+    "ScriptBuilder",
     "Source",
+    "SubjectBuilder",
     "Verification",
     "__version__",
+    "any_assistant_message",
+    "any_message",
+    "any_system_message",
+    "any_tool_message",
+    "any_user_message",
+    "body",
+    "chunks",
+    "defaults",
+    "disconnect",
+    "duration",
+    "echo",
+    "echo_header",
+    "endpoint",
+    "error",
+    "field",
+    "finish",
+    "hang",
+    "header",
+    "interleave_calls",
     "is_script_text",
+    "last_message",
+    "last_user_message",
+    "latency",
     "load",
     "load_or_raise",
+    "model",
+    "named_reply",
+    "provider",
+    "refusal",
+    "request_header",
+    "retry_after",
+    "scenario",
+    "script",
     "serve",
+    "status",
+    "stream",
+    "stream_error",
+    "streaming",
+    "system_prompt",
+    "text",
+    "thinking",
+    "tool_call",
+    "tool_result",
+    "tools",
+    "turn",
+    "usage",
+    "use",
 ]
-__all__ += builder.__all__

@@ -27,6 +27,8 @@ from mockllm.errors import DiagnosticsError, ServerError
 
 if TYPE_CHECKING:
     from mockllm.dsl.machines.compiled import CompiledLibrary
+    from mockllm.runtime.engine.conversations import ConversationRecord
+    from mockllm.runtime.engine.journal import JournalEntry
     from mockllm.server.background import BackgroundServer
     from mockllm.server.options import ServerOptions
 
@@ -407,7 +409,9 @@ class MockServer:
 
     def clear(self) -> None:
         """Remove every scenario (``DELETE /_mockllm/scenarios``): the echo responder answers."""
-        self._call("DELETE", "/scenarios")
+        status, data = self._call("DELETE", "/scenarios")
+        if status != 200:
+            raise RuntimeError(f"mockllm: clearing the scenarios answered {status}: {data}")
 
     def reset(self, conversation: str | None = None) -> None:
         """Forget conversation state and the journal (``POST /_mockllm/reset``), or one conversation's."""
@@ -426,18 +430,20 @@ class MockServer:
         engine.load(self.library)
         engine.reset()
 
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        """The journal (``GET /_mockllm/requests``), oldest first: provider, endpoint, model, the matched
-        ``{"scenario", "step", "location"}`` or the ``no_match`` report, status … (fetched on each read)."""
-        data: list[dict[str, Any]] = self._get("/requests")
-        return data
+    def requests(self) -> list[JournalEntry]:
+        """The journal (``GET /_mockllm/requests``), oldest first: one
+        :class:`~mockllm.runtime.engine.journal.JournalEntry` per request, with the step that answered it
+        (``scenario``, ``step``, ``location``), or ``fallback`` / ``echo``, or its ``no_match`` report."""
+        from mockllm.runtime.engine.journal import JournalEntry
 
-    @property
-    def conversations(self) -> list[dict[str, Any]]:
-        """Each conversation's machine positions, use counts and captures (``GET /_mockllm/conversations``)."""
-        data: list[dict[str, Any]] = self._get("/conversations")
-        return data
+        return [JournalEntry.from_json(e) for e in self._get("/requests")]
+
+    def conversations(self) -> list[ConversationRecord]:
+        """Each live conversation with every scenario's position, use counts and captures in it
+        (``GET /_mockllm/conversations``)."""
+        from mockllm.runtime.engine.conversations import ConversationRecord
+
+        return [ConversationRecord.from_json(c) for c in self._get("/conversations")]
 
     def verify(self) -> Verification:
         """Unmatched requests, failed expectations and unused steps since the last reset."""
@@ -460,17 +466,26 @@ def serve(
     no_auth: bool = True,
     lenient: bool = False,
     admin_token: str | None = None,
+    hang_limit_s: float | None = None,
+    max_body_bytes: int | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     options: ServerOptions | None = None,
 ) -> MockServer:
     """A server for ``sources`` (none: the echo responder), started by ``with`` or ``.start()``.
 
     ``port=0`` picks a free port. ``no_auth`` (default on) skips the per-provider API-key checks;
-    ``lenient`` skips history validation. ``options`` (a full
-    :class:`~mockllm.server.options.ServerOptions`) overrides those three. A library with errors raises
-    :class:`DiagnosticsError` here, before anything starts."""
-    from mockllm.server.options import ServerOptions
+    ``lenient`` skips history validation; ``hang_limit_s`` bounds how long a ``hang`` reply holds the
+    connection (default 300 s); ``max_body_bytes`` caps a request body (default 10 MiB). ``options``
+    (a full :class:`~mockllm.server.options.ServerOptions`) overrides all of those. A library with
+    errors raises :class:`DiagnosticsError` here, before anything starts."""
+    from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES, ServerOptions
 
     library = load_or_raise(*sources, base_dir=base_dir) if sources else None
-    opts = options or ServerOptions(no_auth=no_auth, lenient=lenient, admin_token=admin_token)
+    opts = options or ServerOptions(
+        no_auth=no_auth,
+        lenient=lenient,
+        admin_token=admin_token,
+        hang_limit_s=DEFAULT_HANG_LIMIT_S if hang_limit_s is None else hang_limit_s,
+        max_body_bytes=DEFAULT_MAX_BODY_BYTES if max_body_bytes is None else max_body_bytes,
+    )
     return MockServer(library, host=host, port=port, options=opts)

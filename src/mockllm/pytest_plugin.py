@@ -26,6 +26,8 @@ import pytest
 
 if TYPE_CHECKING:
     from mockllm.api import Loaded, MockServer, Source, Verification
+    from mockllm.runtime.engine.conversations import ConversationRecord
+    from mockllm.runtime.engine.journal import JournalEntry
 
 __all__ = ["MockLLM"]
 
@@ -126,14 +128,13 @@ class MockLLM:
         self.loaded.extend(name for name in loaded.scenarios if name not in self.loaded)
         return loaded
 
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        """The journal of this test's requests, oldest first."""
-        return self.server.requests
+    def requests(self) -> list[JournalEntry]:
+        """The journal of this test's requests, oldest first (see :meth:`MockServer.requests`)."""
+        return self.server.requests()
 
-    @property
-    def conversations(self) -> list[dict[str, Any]]:
-        return self.server.conversations
+    def conversations(self) -> list[ConversationRecord]:
+        """This test's live conversations (see :meth:`MockServer.conversations`)."""
+        return self.server.conversations()
 
     def verify(self) -> Verification:
         return self.server.verify()
