@@ -20,6 +20,10 @@ class Span:
         return cls(file, line, column, line, column + max(width, 1))
 
     def location(self) -> str:
+        """``file:line:column``; just the file for a node without a position (read from the JSON form,
+        or built in code), never a misleading ``file:0:0``."""
+        if self.line <= 0:
+            return self.file
         return f"{self.file}:{self.line}:{self.column}"
 
     @classmethod

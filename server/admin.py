@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine
 
 ADMIN_PREFIX = "/_mockllm"
-ADMIN_FILE = "<admin>"
+POSTED_FILE = "POST /_mockllm/scenarios"  # the name diagnostics and reports give posted script text
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -110,13 +110,16 @@ def scenario_summary(library: CompiledLibrary | None) -> list[dict[str, Any]]:
     return out
 
 
-def compile_text(text: str, is_json: bool) -> tuple[CompiledLibrary | None, list[Diagnostic], dict[str, str]]:
-    """Compile a library posted to the admin API: (library or None, diagnostics, sources)."""
+def compile_text(
+    text: str, is_json: bool, base: str | None = None
+) -> tuple[CompiledLibrary | None, list[Diagnostic], dict[str, str]]:
+    """Compile a library posted to the admin API: (library or None, diagnostics, sources). Its ``use``
+    imports resolve against ``base``, the server's scenario base (``ServerOptions.scenario_base``)."""
     from mockllm.dsl.machines.compiler import compile_library
     from mockllm.dsl.parse.loader import load_text
 
-    file = ADMIN_FILE + ".json" if is_json else ADMIN_FILE  # the loader reads `.json` names as the JSON form
-    library = load_text(text, file=file)
+    file = POSTED_FILE
+    library = load_text(text, file=file, base_dir=base, is_json=is_json)
     compiled, diagnostics = compile_library(library)
     sources = dict(library.sources)
     sources.setdefault(file, text)
@@ -170,7 +173,7 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
                 {"error": f"mockllm: the body is not UTF-8 text ({exc.reason} at byte {exc.start})"}, 400
             )
         is_json = request.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
-        compiled, diagnostics, sources = compile_text(text, is_json)
+        compiled, diagnostics, sources = compile_text(text, is_json, options.scenario_base)
         errors = [d for d in diagnostics if d.is_error]
         if errors or compiled is None:
             return json_response({"errors": [to_json(d) for d in errors], "text": render(errors, sources)}, 400)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -10,6 +11,11 @@ import attrs
 from mockllm.runtime.clock import Clock, SystemClock
 
 Sleep = Callable[[float], Awaitable[None]]
+
+
+def _absolute(path: str | os.PathLike[str]) -> str:
+    return os.path.abspath(os.fspath(path))
+
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 DEFAULT_HANG_LIMIT_S = 300.0
@@ -25,5 +31,9 @@ class ServerOptions:
     hang_limit_s: float = DEFAULT_HANG_LIMIT_S  # how long a `hang` reply holds the connection at most
     # On stop, how long open streams may run on before they send the rest of their frames at once
     shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S
+    # The scenario base: the absolute directory that `use "…"` in script text posted to the admin API
+    # resolves against. `mockllm serve PATH` sets it to PATH's directory; the default is the working
+    # directory when the options are made.
+    scenario_base: str = attrs.field(factory=os.getcwd, converter=_absolute)
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
     clock: Clock = attrs.field(factory=SystemClock, eq=False)

@@ -207,6 +207,15 @@ def library_paths(paths: Sequence[str]) -> list[str]:
     return [p for p in env.split(os.pathsep) if p.strip()]
 
 
+def scenario_base(paths: Sequence[str]) -> str:
+    """What ``use`` in script text posted to the admin API resolves against: the first served path
+    (its directory when it is a file), else the working directory."""
+    if not paths:
+        return os.getcwd()
+    first = os.path.abspath(paths[0])
+    return first if os.path.isdir(first) else os.path.dirname(first)
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """`mockllm serve [PATH …]`: the entry point the CLI calls."""
     server = getattr(args, "server", "hypercorn") or "hypercorn"
@@ -240,6 +249,7 @@ def serve_command(args: argparse.Namespace) -> int:
         max_body_bytes=int(getattr(args, "max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
         hang_limit_s=float(getattr(args, "hang_limit", DEFAULT_HANG_LIMIT_S)),
         shutdown_grace_s=float(getattr(args, "shutdown_grace", DEFAULT_SHUTDOWN_GRACE_S)),
+        scenario_base=scenario_base(paths),
     )
     return run(
         library,

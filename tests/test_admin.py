@@ -127,7 +127,7 @@ scenario "broken":
     body = r.json()
     assert body["errors"] and all(e["severity"] == "error" for e in body["errors"])
     assert any("nowhere" in e["message"] for e in body["errors"])
-    assert "^" in body["text"] and "<admin>" in body["text"]
+    assert "^" in body["text"] and "POST /_mockllm/scenarios:" in body["text"]
     assert names == ["greeting"]  # "weather" was not half-loaded
     assert bad_json.status_code == 400 and bad_json.json()["errors"]
     assert bad_bytes.status_code == 400 and "UTF-8" in bad_bytes.json()["error"]

@@ -249,3 +249,55 @@ def test_ini_options_strict_false_and_require_all_used(tmp_path: Path) -> None:
 def test_marker_is_registered(pytestconfig: pytest.Config) -> None:
     markers = pytestconfig.getini("markers")
     assert any(line.startswith("mockllm(") for line in markers)
+
+
+PRINTED_ONCE_TESTS = """
+import pytest
+from openai import OpenAI
+
+
+@pytest.mark.mockllm("weather.mockllm")
+def test_sdk_raises(mockllm):
+    client = OpenAI(base_url=mockllm.openai_base_url, api_key="t", max_retries=0)
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "forecast, please"}])
+
+
+@pytest.mark.mockllm("weather.mockllm")
+def test_error_swallowed(mockllm):
+    client = OpenAI(base_url=mockllm.openai_base_url, api_key="t", max_retries=0)
+    try:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "forecast, please"}])
+    except Exception:
+        pass
+
+
+@pytest.mark.mockllm("weather.mockllm")
+def test_other_failure(mockllm):
+    client = OpenAI(base_url=mockllm.openai_base_url, api_key="t", max_retries=0)
+    try:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "forecast, please"}])
+    except Exception:
+        pass
+    assert 1 == 2
+"""
+
+
+def test_each_no_match_report_is_printed_once_per_failing_test(tmp_path: Path) -> None:
+    """Before: the SDK's error, the captured server log and the plugin's section each printed it."""
+    (tmp_path / "weather.mockllm").write_text(WEATHER_SCENARIO, encoding="utf-8")
+    (tmp_path / "test_once.py").write_text(PRINTED_ONCE_TESTS, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tb=short", "-q", "test_once.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = proc.stdout
+    assert "3 failed" in out, out
+    sections = re.split(r"^_{3,} (test_\w+) _{3,}$", out, flags=re.MULTILINE)
+    per_test = dict(zip(sections[1::2], sections[2::2], strict=True))
+    assert set(per_test) == {"test_sdk_raises", "test_error_swallowed", "test_other_failure"}
+    for name, text in per_test.items():
+        body = text.split("short test summary info")[0]
+        assert body.count("no step matched this request") == 1, f"{name}:\n{body}"

@@ -138,7 +138,7 @@ scenario "Weather":
         assert again.replaced == ("Weather",)
         with pytest.raises(mockllm.DiagnosticsError) as info:
             server.load(BROKEN)
-        assert "<admin>:5:13" in str(info.value) and 'txt "hi"' in str(info.value)
+        assert "<text>:5:13" in str(info.value) and 'txt "hi"' in str(info.value)
 
         server.reset()
         assert server.requests() == [] and server.conversations() == []

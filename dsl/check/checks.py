@@ -23,7 +23,7 @@ from mockllm.dsl.check.names import check_file_names, check_ref, check_replaceme
 from mockllm.dsl.check.predicates import check_capture, check_condition
 from mockllm.dsl.check.reachability import check_reachable, predecessors
 from mockllm.dsl.check.replies import ELEMENT_WORDS, check_elements
-from mockllm.dsl.check.templates import Scope, named_templates, step_scopes, template_refs
+from mockllm.dsl.check.templates import Scope, condition_templates, named_templates, step_scopes, template_refs
 from mockllm.dsl.diagnostics import Diagnostic, Related, sort_key
 from mockllm.dsl.parse.loader import Library
 from mockllm.dsl.span import Span
@@ -60,6 +60,7 @@ def _check_scenario(r: Reporter, sc: Scenario, file: str) -> None:
     check_scenario_names(r, sc, file)
     for cond in sc.conditions:
         check_condition(r, cond, file)
+        condition_templates(r, cond, file, Scope(lets=frozenset(let.name for let in sc.lets)), frozenset())
     preds = predecessors(r, sc, file)
     for step, scope in zip(sc.steps, step_scopes(sc, preds), strict=True):
         _check_step(r, step, file, scope)
@@ -68,8 +69,13 @@ def _check_scenario(r: Reporter, sc: Scenario, file: str) -> None:
 
 
 def _check_step(r: Reporter, step: Step, file: str, scope: Scope) -> None:
+    own = frozenset(cap.name for cap in step.captures)
     for cond in (*step.conditions, *step.expects):
         check_condition(r, cond, file)
+    for cond in step.conditions:
+        condition_templates(r, cond, file, scope, own)
+    for cond in step.expects:  # an `expect:` is checked after the step matched: its own captures are taken
+        condition_templates(r, cond, file, attrs.evolve(scope, earlier=scope.captures), own)
     for cap in step.captures:
         check_capture(r, cap, file)
     c = step.consumption

@@ -14,10 +14,12 @@ from mockllm.dsl.span import Span
 from mockllm.dsl.tree.nodes import (
     Body,
     Chunks,
+    Condition,
     Error,
     Header,
     NamedReply,
     Refusal,
+    Regex,
     ReplyElement,
     ReplyRef,
     Scenario,
@@ -40,6 +42,7 @@ class Scope:
     later: Mapping[str, str] = attrs.field(factory=dict)  # capture name -> step that cannot run first
     where: str = ""  # "step `x`", for messages about a named reply used there
     use_span: Span | None = None
+    earlier: frozenset[str] = frozenset()  # captures of the steps that can run before this one (not itself)
 
     def known(self, name: str) -> bool:
         return (
@@ -80,12 +83,17 @@ def _step_scope(sc: Scenario, i: int, preds: list[int | None], all_captures: Map
             j for j, q in enumerate(preds) if q in positions and (sc.steps[j].consumption.max_uses or 2) > 1
         }
     captures = {c.name for j in before for c in sc.steps[j].captures}
+    # what a condition of this step may read: captures of other steps that run first; an `always` or
+    # `repeat` step (or any step of `order any`) may also read what its own earlier runs captured
+    repeats = sc.order_any or (sc.steps[i].consumption.max_uses or 2) > 1
+    earlier = {c.name for j in before if j != i or repeats for c in sc.steps[j].captures}
     later = {name: step for name, step in all_captures.items() if name not in captures}
     return Scope(
         lets=frozenset(let.name for let in sc.lets),
         captures=frozenset(captures),
         later=later,
         where=f"step `{sc.steps[i].name}`",
+        earlier=frozenset(earlier),
     )
 
 
@@ -188,3 +196,50 @@ def _check_name(r: Reporter, name: str, span: Span, scope: Scope, reply_name: st
             "and `tool_result.NAME`"
         )
     r.err("unknown-name", f"unknown template name `{{{{{name}}}}}`{via}", span, hint=hint, related=related)
+
+
+def condition_templates(r: Reporter, cond: Condition, file: str, scope: Scope, own: frozenset[str]) -> None:
+    """``{{name}}`` in a condition's value (``contains "{{city}}"``) reads a capture of this conversation
+    or a let: report a malformed template, an unknown name, and a capture taken only by this step (its
+    conditions are checked before its captures are taken)."""
+    value = cond.predicate.value
+    text = value.pattern if isinstance(value, Regex) else value
+    if not isinstance(text, str) or "{{" not in text:
+        return
+    span = r.at(cond.predicate.span if cond.predicate.span.line else cond.span, file)
+    openings = _openings(text)
+    try:
+        tpl = parse_template(text)
+    except TemplateError as exc:
+        k = openings.index(exc.offset) if exc.offset in openings else 0
+        r.err(
+            "bad-template", str(exc), r.loc.find(span, "{{", nth=k) or span, hint='write a literal `{{` as `{{"{{"}}`'
+        )
+        return
+    for ref in tpl.names:
+        k = openings.index(ref.offset) if ref.offset in openings else 0
+        where = r.loc.find(span, "{{", nth=k)
+        if where is not None:
+            end = text.find("}}", ref.offset)
+            where = attrs.evolve(where, end_column=where.column + (end + 2 - ref.offset))
+        at = where or span
+        name = ref.name
+        if name in scope.lets or name in scope.earlier:
+            continue
+        if name in own:
+            r.err(
+                "capture-order",
+                f"`{{{{{name}}}}}` in a condition is captured by this same step, but a step's conditions are "
+                "checked before its captures are taken",
+                at,
+                hint=f"capture `{name}` in a step that runs before this one",
+            )
+        elif name.startswith("tool_result.") or name in BUILTIN_NAMES:
+            r.err(
+                "unknown-name",
+                f"`{{{{{name}}}}}` cannot be used in a condition: conditions read captures and `let` variables",
+                at,
+                hint='compare the subject itself, e.g. `tool result for "NAME" contains "…"`',
+            )
+        else:
+            _check_name(r, name, at, attrs.evolve(scope, captures=scope.earlier), None)

@@ -69,8 +69,10 @@ def display_name(path: str | os.PathLike[str]) -> str:
     return rel
 
 
-def _parse(text: str, name: str) -> tuple[ScriptFile | None, list[Diagnostic]]:
-    if name.endswith(".json") or text.lstrip().startswith("{"):
+def _parse(text: str, name: str, is_json: bool | None = None) -> tuple[ScriptFile | None, list[Diagnostic]]:
+    if is_json is None:
+        is_json = name.endswith(".json") or text.lstrip().startswith("{")
+    if is_json:
         from mockllm.dsl.format.jsonform import from_json_text
 
         return from_json_text(text, name)
@@ -117,10 +119,10 @@ class _Loader:
             return
         self.add_text(text, name, os.path.dirname(os.path.abspath(path)), real)
 
-    def add_text(self, text: str, name: str, base_dir: str, real: str) -> None:
+    def add_text(self, text: str, name: str, base_dir: str, real: str, is_json: bool | None = None) -> None:
         self.sources[name] = text
         try:
-            script, diags = _parse(text, name)
+            script, diags = _parse(text, name, is_json)
         except Exception as exc:  # a parser bug must not take the loader down with it
             script, diags = None, [error("internal", f"cannot parse {name}: {exc}", Span(name, 0, 0, 0, 0))]
         self.diagnostics.extend(diags)
@@ -166,7 +168,12 @@ class _Loader:
                     "not-found",
                     f'imported file "{rel}" {what}',
                     at,
-                    hint=f"paths in `use` are relative to the importing file ({importer})",
+                    hint=(
+                        f"paths in `use` in script text resolve against its base directory, here {base_dir} "
+                        "(the Python API takes `base=`)"
+                        if "\0" in self.stack[-1][0]
+                        else f"paths in `use` are relative to the importing file ({importer})"
+                    ),
                 )
             )
             return
@@ -204,11 +211,14 @@ def load_paths(paths: Sequence[str | os.PathLike[str]]) -> Library:
     return loader.library()
 
 
-def load_text(text: str, file: str = "<text>", base_dir: str | None = None) -> Library:
-    """Load one script given as text (``.mockllm`` syntax, or the JSON form when it starts with ``{``).
+def load_text(
+    text: str, file: str = "<text>", base_dir: str | os.PathLike[str] | None = None, is_json: bool | None = None
+) -> Library:
+    """Load one script given as text (``.mockllm`` syntax, or the JSON form when it starts with ``{``
+    or ``is_json`` says so).
 
     Its imports resolve against ``base_dir`` (default: the working directory)."""
     loader = _Loader()
     base = os.path.abspath(base_dir) if base_dir is not None else os.getcwd()
-    loader.add_text(text, file, base, os.path.join(base, f"\0{file}"))
+    loader.add_text(text, file, base, os.path.join(base, f"\0{file}"), is_json)
     return loader.library()

@@ -15,7 +15,10 @@ import fnmatch
 import functools
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Final
+
+import attrs
 
 from mockllm.dsl.tree.nodes import Capture, Condition, Regex, Subject
 from mockllm.runtime.request import ChatRequest, ToolResult
@@ -350,3 +353,55 @@ def capture_seen(cap: Capture, chat: ChatRequest) -> str:
     if cap.subject.kind == "any_message" and not v:
         return "absent"
     return show(v)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Templates in condition values: `contains "{{city}}"` compares with the city this conversation captured
+
+
+def template_names(cond: Condition) -> tuple[str, ...]:
+    """The ``{{name}}`` references in a condition's operand (a string, or a regex's pattern); () when it
+    has none or its template is malformed (``check`` reports that)."""
+    from mockllm.dsl.tree.templates import TemplateError, parse
+
+    value = cond.predicate.value
+    text = value.pattern if isinstance(value, Regex) else value
+    if not isinstance(text, str) or "{{" not in text:
+        return ()
+    try:
+        return tuple(ref.name for ref in parse(text).names)
+    except TemplateError:
+        return ()
+
+
+def bind(cond: Condition, env: Mapping[str, str]) -> tuple[Condition, tuple[str, ...]]:
+    """``cond`` with the templates of its operand filled from ``env`` (captures and lets), and the names
+    ``env`` lacks. A regex receives each value escaped, so a captured "C++" matches itself."""
+    from mockllm.dsl.tree.templates import parse
+
+    value = cond.predicate.value
+    names = template_names(cond)
+    if not names:
+        return cond, ()
+    missing = tuple(name for name in names if name not in env)
+    if isinstance(value, Regex):
+        tpl = parse(value.pattern)
+        escaped = {k: re.escape(v) for k, v in env.items()}
+        bound: Any = attrs.evolve(value, pattern=tpl.render(escaped))
+    elif isinstance(value, str):
+        bound = parse(value).render(env)
+    else:
+        return cond, ()
+    return attrs.evolve(cond, predicate=attrs.evolve(cond.predicate, value=bound)), missing
+
+
+def bind_all(conds: tuple[Condition, ...], env: Mapping[str, str]) -> tuple[Condition, ...] | None:
+    """Every condition bound to ``env``; None when one refers to a capture this conversation has not
+    taken yet (such a condition cannot hold)."""
+    out: list[Condition] = []
+    for cond in conds:
+        bound, missing = bind(cond, env)
+        if missing:
+            return None
+        out.append(bound)
+    return tuple(out)

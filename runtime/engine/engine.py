@@ -20,7 +20,7 @@ from mockllm.dsl.span import NO_SPAN, Span
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.nodes import Condition, Echo, ReplyBlock, Subject
 from mockllm.runtime.clock import Clock, SystemClock
-from mockllm.runtime.engine.conditions import capture, evaluate, holds, subject_value
+from mockllm.runtime.engine.conditions import bind, bind_all, capture, evaluate, holds, subject_value, template_names
 from mockllm.runtime.engine.conversations import (
     CONVERSATION_HEADER,
     Conversation,
@@ -32,7 +32,7 @@ from mockllm.runtime.engine.conversations import (
     conversation_key,
 )
 from mockllm.runtime.engine.journal import Journal, JournalEntry
-from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name
+from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
 from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
@@ -140,7 +140,7 @@ class _StepIndex:
 class _Loaded:
     """A library with what the engine precomputes for it; replaced as a whole on load."""
 
-    __slots__ = ("by_predecessor", "generations", "index", "initial", "library", "locations")
+    __slots__ = ("by_predecessor", "generations", "index", "initial", "library", "locations", "templated")
 
     def __init__(self, library: CompiledLibrary, generations: tuple[int, ...]) -> None:
         self.library = library
@@ -158,6 +158,11 @@ class _Loaded:
                 table.setdefault(s.predecessor, []).append(s.index)
             by_pred.append({k: tuple(v) for k, v in table.items()})
         self.by_predecessor = tuple(by_pred)
+        # per machine, the steps whose conditions read captures (`contains "{{city}}"`): bound per request
+        self.templated = tuple(
+            frozenset(s.index for s in m.steps if any(template_names(c) for c in (*s.conditions, *s.expects)))
+            for m in library.machines
+        )
         self.index = _StepIndex(library.machines) if library.step_count() >= _INDEX_MIN_STEPS else None
 
     def eligible(self, mi: int, state: MachineState) -> tuple[int, ...]:
@@ -343,9 +348,16 @@ class Engine:
                     steps = [i for i in sorted(allowed) if not _used_up(machine.steps[i], uses.get(i, 0))]
                 else:
                     steps = [i for i in loaded.eligible(mi, state) if i in allowed]
+            templated = loaded.templated[mi]
             for idx in steps:
                 step = machine.steps[idx]
-                for c in step.conditions:  # a plain loop: no generator per step tried
+                conditions = step.conditions
+                if templated and idx in templated:
+                    bound = bind_all(step.conditions, template_env(machine, state))
+                    if bound is None:
+                        continue
+                    conditions = bound
+                for c in conditions:  # a plain loop: no generator per step tried
                     if not holds(c, chat):
                         break
                 else:
@@ -395,6 +407,7 @@ class Engine:
         if sel.step is not None and sel.machine is not None:
             step, machine = sel.step, sel.machine
             for cond in step.expects:
+                cond, _missing = bind(cond, {**{let.name: let.value for let in machine.lets}, **sel.captures})
                 ok, seen = evaluate(cond, chat)
                 if not ok:
                     failure = f"{describe.condition(cond)} — seen {seen} — in {_where((machine, step))}"

@@ -1,25 +1,32 @@
-"""The "no step matched" report: the nearest candidate steps and why each failed.
+"""The "no step matched" report: what this conversation was waiting for, and why each step failed.
 
-Nearest means: the steps eligible in this conversation's state with the fewest failing conditions
-(at most three), plus steps whose conditions all hold but that are not eligible now, with the
-reason (used up, or waiting for another step)."""
+It leads with the scenarios this conversation has started: for each, how far it got and its next
+eligible steps, with every condition's verdict and the value seen (those are the steps a QA engineer
+is debugging; unrelated scenarios' first steps must not push them out). Then the other near misses:
+the eligible steps of scenarios not started yet with the fewest failing conditions (at most three).
+Then steps whose conditions all hold but that cannot run now, with the reason (used up, or waiting
+for another step). When a new chat (no assistant turn yet, no ``x-mockllm-conversation`` header)
+landed in a conversation that had already started, the report says so and how to separate them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
 from mockllm.dsl.machines.compiled import START, CompiledStep, Machine
 from mockllm.dsl.tree import describe
-from mockllm.runtime.engine.conditions import capture, capture_seen, evaluate
-from mockllm.runtime.engine.conversations import MachineState
+from mockllm.dsl.tree.nodes import Condition
+from mockllm.runtime.engine.conditions import bind, capture, capture_seen, evaluate, template_names
+from mockllm.runtime.engine.conversations import CONVERSATION_HEADER, MachineState
 from mockllm.runtime.engine.outcome import Candidate, FailedCondition, NoMatchReport
 from mockllm.runtime.request import ChatRequest
 
 PREFIX = "mockllm: no step matched"
 MAX_NEAREST = 3
 MAX_WAITING = 3
+MAX_NEXT_STEPS = 5  # per started scenario
+MAX_PROGRESS = 10  # scenarios listed by name in the progress summary
 
 
 @attrs.frozen
@@ -30,26 +37,66 @@ class MachineView:
     state: MachineState
     eligible: tuple[int, ...]
 
+    @property
+    def started(self) -> bool:
+        return bool(self.state.uses)
 
-def failures(step: CompiledStep, chat: ChatRequest) -> tuple[FailedCondition, ...]:
+
+def template_env(machine: Machine, state: MachineState) -> dict[str, str]:
+    """What ``{{name}}`` reads in a condition of ``machine``: its lets, then this conversation's captures."""
+    env = {let.name: let.value for let in machine.lets}
+    if state.captures:
+        env.update(state.captures)
+    return env
+
+
+def _verdict(cond: Condition, chat: ChatRequest, env: Mapping[str, str]) -> FailedCondition:
+    names = template_names(cond)
+    bound, missing = bind(cond, env) if names else (cond, ())
+    text = describe.condition(cond)
+    if names:
+        filled = ", ".join(
+            f"{name} = {describe.quote(env[name])}" if name in env else f"{name} not captured yet"
+            for name in dict.fromkeys(names)
+        )
+        text = f"{text} ({filled})"
+    if missing:
+        return FailedCondition(text, "nothing: the capture is taken by an earlier step that has not run")
+    ok, seen = evaluate(bound, chat)
+    return FailedCondition(text, seen, ok)
+
+
+def verdicts(step: CompiledStep, chat: ChatRequest, env: Mapping[str, str]) -> tuple[FailedCondition, ...]:
+    """Every condition of ``step`` with its verdict; when they all hold, each capture too."""
+    out = [_verdict(cond, chat, env) for cond in step.conditions]
+    if all(v.holds for v in out):
+        for cap in step.captures:
+            text = f"capture {cap.name} from {describe.subject(cap.subject)} {cap.regex}"
+            out.append(FailedCondition(text, capture_seen(cap, chat), capture(cap, chat) is not None))
+    return tuple(out)
+
+
+def failures(
+    step: CompiledStep, chat: ChatRequest, env: Mapping[str, str] | None = None
+) -> tuple[FailedCondition, ...]:
     """Every condition of ``step`` that does not hold for ``chat``; when they all hold, the captures
     whose regex does not match."""
-    out: list[FailedCondition] = []
-    for cond in step.conditions:
-        ok, seen = evaluate(cond, chat)
-        if not ok:
-            out.append(FailedCondition(describe.condition(cond), seen))
-    if out:
-        return tuple(out)
-    for cap in step.captures:
-        if capture(cap, chat) is None:
-            text = f"capture {cap.name} from {describe.subject(cap.subject)} {cap.regex}"
-            out.append(FailedCondition(text, capture_seen(cap, chat)))
-    return tuple(out)
+    return tuple(v for v in verdicts(step, chat, env or {}) if not v.holds)
 
 
 def position_name(machine: Machine, position: int) -> str:
     return "start" if position == START else machine.steps[position].name
+
+
+def progress(view: MachineView) -> str:
+    """How far a scenario got in this conversation, e.g. "at step `ask`, 1 of 3 steps used"."""
+    if not view.started:
+        return "not started"
+    used = len(view.state.uses)
+    total = len(view.machine.steps)
+    at = position_name(view.machine, view.state.position)
+    where = "still at its start" if at == "start" else f"at step `{at}`"
+    return f"{where}, {used} of {total} step{'s' if total != 1 else ''} used"
 
 
 def ineligible_reason(machine: Machine, state: MachineState, step: CompiledStep) -> str:
@@ -71,34 +118,75 @@ def _describe_request(chat: ChatRequest, conversation: str) -> str:
     )
 
 
+def _is_opening(chat: ChatRequest) -> bool:
+    """A request that starts a chat: no assistant turn and no tool result yet."""
+    return not any(m.role in ("assistant", "tool") for m in chat.messages)
+
+
+def shared_opening_note(chat: ChatRequest, views: Sequence[MachineView]) -> str:
+    """The explanation when a new chat landed in an already-started conversation by its opening."""
+    if chat.header(CONVERSATION_HEADER) or not _is_opening(chat) or chat.previous_response_id:
+        return ""
+    started = [v for v in views if v.started]
+    if not started:
+        return ""
+    first = started[0]
+    at = position_name(first.machine, first.state.position)
+    where = f'scenario "{first.machine.name}" is {"at step `" + at + "`" if at != "start" else "started"}'
+    return (
+        "This request opens a chat (no assistant turn yet) and has no `x-mockllm-conversation` header, so "
+        "mockllm identified its conversation by its opening (system prompt and first user message). That "
+        f"opening matched an existing conversation, in which {where}: chats with the same opening share "
+        "one state. To keep them apart, send each chat its own `x-mockllm-conversation` header (in "
+        'pytest: `default_headers=mockllm.conversation_header("name")`), or reset between them.'
+    )
+
+
+def _verdict_lines(checked: Sequence[FailedCondition], indent: str) -> list[str]:
+    return [f"{indent}{'✓' if v.holds else '✗'} {v.condition} — seen {v.seen}" for v in checked]
+
+
 def _candidate_lines(c: Candidate) -> list[str]:
     head = f'  - scenario "{c.scenario}", step `{c.step}` ({c.span.location()})'
     if c.reason:
         return [f"{head}: {c.reason}"]
-    lines = [f"{head}:"]
-    lines.extend(f"      {f.condition} — seen {f.seen}" for f in c.failed)
-    return lines
+    return [f"{head}:", *_verdict_lines(c.failed, "      ")]
 
 
 def build_report(chat: ChatRequest, conversation: str, views: Sequence[MachineView]) -> NoMatchReport:
+    waited: list[Candidate] = []
     nearest: list[tuple[int, int, Candidate]] = []
-    waiting: list[Candidate] = []
+    blocked: list[Candidate] = []
     order = 0
     for view in views:
         machine = view.machine
+        env = template_env(machine, view.state)
         eligible = set(view.eligible)
+        shown_next = 0
+        how_far = progress(view)
         for step in machine.steps:
-            failed = failures(step, chat)
+            checked = verdicts(step, chat, env)
+            failed = tuple(v for v in checked if not v.holds)
             if step.index in eligible:
-                nearest.append((len(failed), order, Candidate(machine.name, step.name, step.span, failed)))
+                if view.started:
+                    if shown_next < MAX_NEXT_STEPS:
+                        shown_next += 1
+                        waited.append(Candidate(machine.name, step.name, step.span, failed, "", True, how_far, checked))
+                    continue
+                candidate = Candidate(machine.name, step.name, step.span, failed, "", False, how_far)
+                nearest.append((len(failed), order, candidate))
                 order += 1
-            elif not failed and len(waiting) < MAX_WAITING:
+            elif not failed and len(blocked) < MAX_WAITING:
                 reason = ineligible_reason(machine, view.state, step)
-                waiting.append(Candidate(machine.name, step.name, step.span, (), reason))
+                blocked.append(Candidate(machine.name, step.name, step.span, (), reason, False, how_far))
     nearest.sort(key=lambda t: (t[0], t[1]))
-    candidates = tuple(c for _, _, c in nearest[:MAX_NEAREST]) + tuple(waiting)
+    near = [c for _, _, c in nearest[:MAX_NEAREST]]
+    candidates = (*waited, *near, *blocked)
+    shared = shared_opening_note(chat, views)
 
     lines = [f"{PREFIX} this request ({_describe_request(chat, conversation)})."]
+    if shared:
+        lines.append(shared)
     if not views:
         lines.append("The library has no scenarios; load one or add a fallback.")
     elif not candidates:
@@ -106,8 +194,28 @@ def build_report(chat: ChatRequest, conversation: str, views: Sequence[MachineVi
             "No scenario has a step this conversation can use now (each is used up or waits for "
             "another step); reset the conversation or add a fallback."
         )
-    else:
-        lines.append("Nearest candidates:")
-        for c in candidates:
+    if waited:
+        lines.append("This conversation was waiting for:")
+        by_scenario: dict[str, list[Candidate]] = {}
+        for c in waited:
+            by_scenario.setdefault(c.scenario, []).append(c)
+        for scenario, steps in by_scenario.items():
+            lines.append(f'  scenario "{scenario}" ({steps[0].progress}), next:')
+            for c in steps:
+                lines.append(f"  - step `{c.step}` ({c.span.location()}):")
+                lines.extend(_verdict_lines(c.checked, "      "))
+    if near:
+        lines.append("Other near misses:" if waited else "Nearest candidates:")
+        for c in near:
             lines.extend(_candidate_lines(c))
-    return NoMatchReport("\n".join(lines), candidates)
+    if blocked:
+        lines.append("Conditions hold, but the step cannot run now:")
+        for c in blocked:
+            lines.extend(_candidate_lines(c))
+    started = [v for v in views if v.started]
+    if started and (len(views) > 1 or not waited):
+        shown = ", ".join(f'"{v.machine.name}" {progress(v)}' for v in started[:MAX_PROGRESS])
+        more = len(views) - min(len(started), MAX_PROGRESS)
+        rest = f"; {more} other scenario{'s' if more != 1 else ''} not started" if more else ""
+        lines.append(f"How far each scenario got in this conversation: {shown}{rest}.")
+    return NoMatchReport("\n".join(lines), candidates, shared)

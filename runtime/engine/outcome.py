@@ -13,10 +13,12 @@ from mockllm.runtime.reply.plan import Plan
 
 @attrs.frozen
 class FailedCondition:
-    """One condition of a candidate step that did not hold, with the value the request had."""
+    """One condition of a candidate step with the value the request had; ``holds`` is its verdict
+    (a candidate's ``failed`` holds only the conditions that did not hold)."""
 
     condition: str  # as written in the script, e.g. 'last user message contains "weather"'
     seen: str  # the value seen, rendered for people (e.g. '"hello"', 'absent', '["get_time"]')
+    holds: bool = False
 
 
 @attrs.frozen
@@ -26,12 +28,16 @@ class Candidate:
     span: Span
     failed: tuple[FailedCondition, ...]
     reason: str = ""  # why not eligible, e.g. "waits for step `ask` (position is `start`)"; "" if eligible
+    waiting: bool = False  # a next step of a scenario this conversation has started
+    progress: str = ""  # how far the scenario got in this conversation, e.g. "at step `ask`, 1 of 3 steps used"
+    checked: tuple[FailedCondition, ...] = ()  # every condition with its verdict (for the steps waited for)
 
 
 @attrs.frozen
 class NoMatchReport:
     message: str  # begins "mockllm: no step matched"; what the 404 body and the log carry
     candidates: tuple[Candidate, ...]
+    shared_opening: str = ""  # set when a new chat's opening matched a conversation that had already started
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> NoMatchReport:
@@ -41,12 +47,15 @@ class NoMatchReport:
                 str(c.get("scenario", "")),
                 str(c.get("step", "")),
                 Span.parse_location(str(c.get("location", ""))),
-                tuple(FailedCondition(str(f["condition"]), str(f["seen"])) for f in c.get("failed", ())),
+                _verdicts(c.get("failed", ())),
                 str(c.get("reason", "")),
+                bool(c.get("waiting", False)),
+                str(c.get("progress", "")),
+                _verdicts(c.get("checked", ())),
             )
             for c in data.get("candidates", ())
         )
-        return cls(str(data.get("message", "")), candidates)
+        return cls(str(data.get("message", "")), candidates, str(data.get("shared_opening", "")))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,10 +67,18 @@ class NoMatchReport:
                     "location": c.span.location(),
                     "reason": c.reason,
                     "failed": [{"condition": f.condition, "seen": f.seen} for f in c.failed],
+                    "waiting": c.waiting,
+                    "progress": c.progress,
+                    "checked": [{"condition": f.condition, "seen": f.seen, "holds": f.holds} for f in c.checked],
                 }
                 for c in self.candidates
             ],
+            "shared_opening": self.shared_opening,
         }
+
+
+def _verdicts(items: Any) -> tuple[FailedCondition, ...]:
+    return tuple(FailedCondition(str(f["condition"]), str(f["seen"]), bool(f.get("holds", False))) for f in items)
 
 
 @attrs.frozen

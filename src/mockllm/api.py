@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from mockllm.builder import ScenarioBuilder, ScriptBuilder, script
-from mockllm.dsl.diagnostics import Diagnostic, Related, render
+from mockllm.dsl.diagnostics import Diagnostic, render
 from mockllm.dsl.parse.loader import Library
-from mockllm.dsl.span import Span
 from mockllm.dsl.tree import nodes as n
 from mockllm.errors import DiagnosticsError, ServerError
 
@@ -48,7 +47,6 @@ __all__ = [
 #: a builder, or a syntax-tree node.
 Source = str | os.PathLike[str] | ScenarioBuilder | ScriptBuilder | n.Scenario | n.ScriptFile
 
-_ADMIN_FILE = "<admin>"
 _HTTP_TIMEOUT_S = 30.0
 
 
@@ -89,7 +87,7 @@ def _combine(libraries: Sequence[Library]) -> Library:
 def _library(sources: Sequence[Source], base_dir: str | os.PathLike[str] | None) -> Library:
     from mockllm.dsl.parse.loader import load_paths, load_text
 
-    base = os.fspath(base_dir) if base_dir is not None else None
+    base = os.path.abspath(base_dir) if base_dir is not None else None
     parts: list[Library] = []
     texts = 0
     for source in sources:
@@ -149,20 +147,27 @@ class LoadResult:
         return self.compiled
 
 
-def load(*sources: Source, base_dir: str | os.PathLike[str] | None = None) -> LoadResult:
+def load(
+    *sources: Source, base: str | os.PathLike[str] | None = None, base_dir: str | os.PathLike[str] | None = None
+) -> LoadResult:
     """Load, check and compile a library from script text, paths (files or directories) and builders,
-    in the order given. Relative paths and ``use`` imports in text resolve against ``base_dir``
-    (default: the working directory). Never raises for a mistake in a script."""
+    in the order given. Never raises for a mistake in a script.
+
+    ``base`` is the directory that relative paths, and ``use "…"`` imports inside script text and
+    builders, resolve against (default: the working directory; ``base_dir`` is its older name). A
+    file's own ``use`` imports always resolve beside that file."""
     from mockllm.dsl.machines.compiler import compile_library
 
-    library = _library(sources, base_dir)
+    library = _library(sources, base if base is not None else base_dir)
     compiled, diagnostics = compile_library(library)
     return LoadResult(library, compiled, tuple(diagnostics))
 
 
-def load_or_raise(*sources: Source, base_dir: str | os.PathLike[str] | None = None) -> CompiledLibrary:
+def load_or_raise(
+    *sources: Source, base: str | os.PathLike[str] | None = None, base_dir: str | os.PathLike[str] | None = None
+) -> CompiledLibrary:
     """:func:`load`, raising :class:`DiagnosticsError` (its message is the rendered diagnostics) on errors."""
-    return load(*sources, base_dir=base_dir).raise_for_errors()
+    return load(*sources, base=base, base_dir=base_dir).raise_for_errors()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -226,27 +231,6 @@ class Loaded:
     scenarios: tuple[str, ...]  # the scenarios loaded, in selection order
     replaced: tuple[str, ...] = ()  # those that replaced a scenario of the same name
     warnings: tuple[Diagnostic, ...] = ()
-
-
-def _diagnostic_from_json(data: Mapping[str, Any]) -> Diagnostic:
-    def span(s: Mapping[str, Any] | None) -> Span:
-        s = s or {}
-        return Span(
-            str(s.get("file", _ADMIN_FILE)),
-            int(s.get("line", 0)),
-            int(s.get("column", 0)),
-            int(s.get("end_line", 0)),
-            int(s.get("end_column", 0)),
-        )
-
-    return Diagnostic(
-        "warning" if data.get("severity") == "warning" else "error",
-        str(data.get("code", "error")),
-        str(data.get("message", "")),
-        span(data.get("span")),
-        data.get("hint"),
-        tuple(Related(span(r.get("span")), str(r.get("message", ""))) for r in data.get("related", ())),
-    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -367,33 +351,22 @@ class MockServer:
             raise ServerError(f"mockllm: GET /_mockllm{path} answered {status}: {data}")
         return data
 
-    def load(self, source: Source, *, base_dir: str | os.PathLike[str] | None = None) -> Loaded:
+    def load(
+        self,
+        source: Source,
+        *,
+        base: str | os.PathLike[str] | None = None,
+        base_dir: str | os.PathLike[str] | None = None,
+    ) -> Loaded:
         """Load scenarios on top of what the server has; same-named scenarios are replaced.
 
-        Script text and builders go to ``POST /_mockllm/scenarios``. A path (file or directory) is
-        loaded in this process, so diagnostics and no-match reports name the real file and line and
-        its ``use`` imports resolve beside it. Errors raise :class:`DiagnosticsError`; nothing is
-        loaded then."""
-        if isinstance(source, str) and is_script_text(source):
-            return self._post_text(source)
-        if isinstance(source, ScenarioBuilder | ScriptBuilder | n.Scenario | n.ScriptFile):
-            return self._post_text(_as_text(source)[0])
-        return self._load_compiled(load(source, base_dir=base_dir))
-
-    def _post_text(self, text: str) -> Loaded:
-        is_json = text.lstrip().startswith("{")
-        content_type = "application/json" if is_json else "text/plain; charset=utf-8"
-        status, data = self._call("POST", "/scenarios", text.encode("utf-8"), content_type)
-        if status == 400 and isinstance(data, dict) and "errors" in data:
-            diagnostics = [_diagnostic_from_json(d) for d in data["errors"]]
-            raise DiagnosticsError(diagnostics, {_ADMIN_FILE: text, _ADMIN_FILE + ".json": text})
-        if status != 200:
-            raise ServerError(f"mockllm: loading scenarios answered {status}: {data}")
-        return Loaded(
-            tuple(data.get("loaded", ())),
-            tuple(data.get("replaced", ())),
-            tuple(_diagnostic_from_json(d) for d in data.get("warnings", ())),
-        )
+        Everything loads in this process, so diagnostics and no-match reports name the real file and
+        line (script text is ``<text>``). ``use "…"`` inside script text and a relative path resolve
+        against ``base``, by default the server's scenario base (``serve(base=…)``, else the working
+        directory when the server was made). Errors raise :class:`DiagnosticsError`; nothing is loaded
+        then."""
+        chosen = base if base is not None else base_dir
+        return self._load_compiled(load(source, base=chosen if chosen is not None else self.options.scenario_base))
 
     def _load_compiled(self, result: LoadResult) -> Loaded:
         from mockllm.dsl.machines.compiler import merge
@@ -411,7 +384,7 @@ class MockServer:
         """Remove every scenario (``DELETE /_mockllm/scenarios``): the echo responder answers."""
         status, data = self._call("DELETE", "/scenarios")
         if status != 200:
-            raise RuntimeError(f"mockllm: clearing the scenarios answered {status}: {data}")
+            raise ServerError(f"mockllm: clearing the scenarios answered {status}: {data}")
 
     def reset(self, conversation: str | None = None) -> None:
         """Forget conversation state and the journal (``POST /_mockllm/reset``), or one conversation's."""
@@ -468,6 +441,7 @@ def serve(
     admin_token: str | None = None,
     hang_limit_s: float | None = None,
     max_body_bytes: int | None = None,
+    base: str | os.PathLike[str] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     options: ServerOptions | None = None,
 ) -> MockServer:
@@ -475,13 +449,17 @@ def serve(
 
     ``port=0`` picks a free port. ``no_auth`` (default on) skips the per-provider API-key checks;
     ``lenient`` skips history validation; ``hang_limit_s`` bounds how long a ``hang`` reply holds the
-    connection (default 300 s); ``max_body_bytes`` caps a request body (default 10 MiB). ``options``
+    connection (default 300 s); ``max_body_bytes`` caps a request body (default 10 MiB). ``base`` is the
+    server's scenario base: what ``use "…"`` in script text (given here, to :meth:`MockServer.load` or
+    posted to the admin API) resolves against; default the working directory. ``options``
     (a full :class:`~mockllm.server.options.ServerOptions`) overrides all of those. A library with
     errors raises :class:`DiagnosticsError` here, before anything starts."""
     from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES, ServerOptions
 
-    library = load_or_raise(*sources, base_dir=base_dir) if sources else None
+    chosen = os.path.abspath(base if base is not None else base_dir if base_dir is not None else os.getcwd())
+    library = load_or_raise(*sources, base=chosen) if sources else None
     opts = options or ServerOptions(
+        scenario_base=chosen,
         no_auth=no_auth,
         lenient=lenient,
         admin_token=admin_token,

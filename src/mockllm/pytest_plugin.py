@@ -17,6 +17,7 @@ that do not use it.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -35,6 +36,8 @@ MARKER = "mockllm"
 INI_SCENARIOS = "mockllm_scenarios"
 INI_STRICT = "mockllm_strict"
 INI_REQUIRE_ALL_USED = "mockllm_require_all_used"
+
+NO_MATCH_PREFIX = "mockllm: no step matched"  # runtime/nomatch.py PREFIX (not imported: the plugin stays light)
 
 _HANDLE = pytest.StashKey["MockLLM"]()
 
@@ -86,8 +89,9 @@ def _resolve(path: str | os.PathLike[str], test_dir: Path | None, rootdir: Path)
 class MockLLM:
     """The per-test handle of the ``mockllm`` fixture."""
 
-    def __init__(self, server: MockServer, test_dir: Path | None, rootdir: Path) -> None:
+    def __init__(self, server: MockServer, test_dir: Path | None, rootdir: Path, test_id: str = "") -> None:
         self.server = server
+        self.test_id = test_id
         self._test_dir = test_dir
         self._rootdir = rootdir
         self.loaded: list[str] = []  # scenarios this test loaded (what ``require_all_used`` checks)
@@ -116,15 +120,23 @@ class MockLLM:
     def ollama_host(self) -> str:
         return self.server.ollama_host
 
+    def conversation_header(self, name: str = "") -> dict[str, str]:
+        """``{"x-mockllm-conversation": KEY}`` with a key unique to this test (and to ``name``, to keep
+        several chats of one test apart): pass it as the client's default headers. Without it, chats
+        are told apart by their opening, so two chats opening with the same words share one state."""
+        key = f"{self.test_id}::{name}" if name else self.test_id
+        return {"x-mockllm-conversation": key}
+
     def load(self, source: Source) -> Loaded:
         """Load scenarios for this test only: script text, a builder, or a path (relative to the test
-        file, then the rootdir). A script with errors raises
+        file, then the rootdir). ``use "…"`` inside script text resolves against the test file's
+        directory, wherever pytest runs from. A script with errors raises
         :class:`~mockllm.dsl.diagnostics.DiagnosticsError`."""
         from mockllm.api import is_script_text
 
         if isinstance(source, str | os.PathLike) and not (isinstance(source, str) and is_script_text(source)):
             source = _resolve(source, self._test_dir, self._rootdir)
-        loaded = self.server.load(source)
+        loaded = self.server.load(source, base=self._test_dir or self._rootdir)
         self.loaded.extend(name for name in loaded.scenarios if name not in self.loaded)
         return loaded
 
@@ -143,12 +155,17 @@ class MockLLM:
         """Forget conversation state and the journal (or one conversation's); loaded scenarios stay."""
         self.server.reset(conversation)
 
-    def problems(self) -> str:
-        """What fails the test after its body: the strict and require-all-used reports ("" if none)."""
+    def problems(self, shown: str = "") -> str:
+        """What fails the test after its body: the strict and require-all-used reports ("" if none).
+        A no-match report already in ``shown`` (the test's failure, e.g. the SDK's 404 error carrying
+        it) is left out, so each report is printed once."""
+        import attrs
+
         verification = self.verify()
         parts: list[str] = []
         if self.strict:
-            text = verification.report()
+            unmatched = tuple(e for e in verification.unmatched if not _already_shown(e, shown))
+            text = attrs.evolve(verification, unmatched=unmatched).report()
             if text:
                 parts.append(text)
         if self.require_all_used:
@@ -164,6 +181,19 @@ class MockLLM:
         return f"<mockllm fixture {self.server.url}>"
 
 
+def _already_shown(entry: dict[str, Any], shown: str) -> bool:
+    message = str((entry.get("no_match") or {}).get("message") or "")
+    return bool(message) and message.splitlines()[0] in shown
+
+
+class _NoMatchLogFilter(logging.Filter):
+    """Keeps the server's no-match warnings out of pytest's captured log: the plugin reports each
+    unmatched request itself, once, with the failing test."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg if not record.args else record.getMessage()).startswith(NO_MATCH_PREFIX)
+
+
 @pytest.fixture(scope="session")
 def mockllm_server(pytestconfig: pytest.Config) -> Iterator[MockServer]:
     """One mockllm server for the session (one per xdist worker), serving ``mockllm_scenarios``."""
@@ -177,8 +207,14 @@ def mockllm_server(pytestconfig: pytest.Config) -> Iterator[MockServer]:
         if not result.ok:
             pytest.fail(f"mockllm: the library in `{INI_SCENARIOS}` has errors:\n\n{result.render()}", pytrace=False)
         library = result.compiled
-    with MockServer(library) as server:
-        yield server
+    server_log = logging.getLogger("mockllm.server")
+    quiet = _NoMatchLogFilter()
+    server_log.addFilter(quiet)
+    try:
+        with MockServer(library) as server:
+            yield server
+    finally:
+        server_log.removeFilter(quiet)
 
 
 def _marker_settings(item: pytest.Item) -> tuple[list[Any], dict[str, Any]]:
@@ -199,7 +235,8 @@ def mockllm(mockllm_server: MockServer, request: pytest.FixtureRequest) -> Itera
     config = request.config
     mockllm_server.restore()
     test_path = getattr(request.node, "path", None)
-    handle = MockLLM(mockllm_server, test_path.parent if test_path is not None else None, config.rootpath)
+    test_dir = test_path.parent if test_path is not None else None
+    handle = MockLLM(mockllm_server, test_dir, config.rootpath, request.node.nodeid)
     handle.strict = bool(config.getini(INI_STRICT))
     handle.require_all_used = bool(config.getini(INI_REQUIRE_ALL_USED))
     paths, settings = _marker_settings(request.node)
@@ -244,7 +281,7 @@ def pytest_runtest_makereport(
     if handle is None:
         return report
     try:
-        problems = handle.problems()
+        problems = handle.problems(report.longreprtext if report.failed else "")
     except Exception as exc:  # the server is gone: say so, without hiding the test's own result
         problems = f"mockllm: could not verify the requests of this test: {exc}"
     if not problems:
