@@ -50,7 +50,6 @@ def warning(
     return Diagnostic("warning", code, message, span, hint, tuple(related))
 
 
-
 def sort_key(d: Diagnostic) -> tuple[str, int, int, str]:
     return (d.span.file, d.span.line, d.span.column, d.message)
 

@@ -28,8 +28,6 @@ STRING_ESCAPES: Mapping[str, str] = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 JSON_ESCAPES: Mapping[str, str] = {**STRING_ESCAPES, "/": "/", "b": "\b", "f": "\f", "r": "\r"}
 
 
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Literal decoding (pure functions, shared with the formatter)
 

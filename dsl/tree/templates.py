@@ -19,7 +19,6 @@ NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)?\Z")
 BUILTIN_NAMES = frozenset({"request.model", "request.last_user_message"})
 
 
-
 @attrs.frozen
 class Ref:
     name: str

@@ -362,7 +362,8 @@ def capture_seen(cap: Capture, chat: ChatRequest) -> str:
 def template_names(cond: Condition) -> tuple[str, ...]:
     """The ``{{name}}`` references in a condition's operand (a string, or a regex's pattern); () when it
     has none or its template is malformed (``check`` reports that)."""
-    from mockllm.dsl.tree.templates import TemplateError, parse
+    from mockllm.dsl.tree.templates import parse
+    from mockllm.errors import TemplateError
 
     value = cond.predicate.value
     text = value.pattern if isinstance(value, Regex) else value
