@@ -5,11 +5,15 @@ Answers loopback clients only, unless an admin token is set; then it needs
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
+import os
+import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
@@ -55,8 +59,47 @@ def _is_loopback(host: str | None) -> bool:
     return address.is_loopback
 
 
+def _local_name(host: str, request: Request) -> bool:
+    """Whether ``host`` (a ``Host`` header's or an origin's host, without the port) names this
+    machine's loopback interface or the address the request came in on."""
+    name = host.strip().lower().rstrip(".")
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name == "localhost" or name.endswith(".localhost") or _is_loopback(name):
+        return True
+    server = request.scope.get("server")
+    if server and name == str(server[0]).lower():
+        return True
+    return name == socket.gethostname().lower()
+
+
+def _host_of(authority: str) -> str:
+    """The host of ``host[:port]`` or ``[v6]:port``."""
+    if authority.startswith("["):
+        return authority.split("]", 1)[0] + "]"
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def _foreign(request: Request) -> str | None:
+    """Why a request from a loopback client still looks like a web page's doing (a cross-site form or
+    script, or DNS rebinding), else None: its ``Host`` must name this machine and its ``Origin``, when
+    it has one, must be a page served from this machine."""
+    host = request.headers.get("host")
+    if host is not None and not _local_name(_host_of(host), request):
+        return f"the Host header {host!r} does not name this machine"
+    origin = request.headers.get("origin")
+    if origin is not None:
+        parsed = urlsplit(origin.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.hostname or not _local_name(parsed.hostname, request):
+            return f"it comes from a web page on another origin ({origin!r})"
+    return None
+
+
 def _refusal(request: Request, options: ServerOptions) -> Response | None:
-    """None when the caller may use the admin API, else the 401/403 to answer."""
+    """None when the caller may use the admin API, else the 401/403 to answer.
+
+    Without a token: loopback clients only, and not on behalf of a web page from elsewhere (``Host``
+    and ``Origin`` checked). With a token: any client that sends it (a page cannot send it)."""
     token = options.admin_token
     if token:
         given = request.headers.get("authorization", "")
@@ -73,6 +116,9 @@ def _refusal(request: Request, options: ServerOptions) -> Response | None:
             "start the server with --admin-token to allow others"
         )
         return json_response({"error": message}, 403)
+    foreign = _foreign(request)
+    if foreign is not None:
+        return json_response({"error": f"mockllm: the admin API refused this request: {foreign}"}, 403)
     return None
 
 
@@ -111,15 +157,16 @@ def scenario_summary(library: CompiledLibrary | None) -> list[dict[str, Any]]:
 
 
 def compile_text(
-    text: str, is_json: bool, base: str | None = None
+    text: str, is_json: bool, base: str | None = None, root: str | None = None
 ) -> tuple[CompiledLibrary | None, list[Diagnostic], dict[str, str]]:
     """Compile a library posted to the admin API: (library or None, diagnostics, sources). Its ``use``
-    imports resolve against ``base``, the server's scenario base (``ServerOptions.scenario_base``)."""
+    imports resolve against ``base``, the server's scenario base (``ServerOptions.scenario_base``) or
+    a directory below it, and must be scripts inside ``root`` (see ``load_text``)."""
     from mockllm.dsl.machines.compiler import compile_library
     from mockllm.dsl.parse.loader import load_text
 
     file = POSTED_FILE
-    library = load_text(text, file=file, base_dir=base, is_json=is_json)
+    library = load_text(text, file=file, base_dir=base, is_json=is_json, root=root)
     compiled, diagnostics = compile_library(library)
     sources = dict(library.sources)
     sources.setdefault(file, text)
@@ -130,6 +177,7 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
     from mockllm.dsl.diagnostics import render, to_json
 
     version = _version()
+    root = os.path.realpath(options.scenario_base)
 
     def guarded(endpoint: Endpoint) -> Endpoint:
         async def wrapper(request: Request) -> Response:
@@ -173,7 +221,8 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
                 {"error": f"mockllm: the body is not UTF-8 text ({exc.reason} at byte {exc.start})"}, 400
             )
         is_json = request.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
-        compiled, diagnostics, sources = compile_text(text, is_json, options.scenario_base)
+        base = os.path.join(root, request.query_params.get("base", ""))
+        compiled, diagnostics, sources = await asyncio.to_thread(compile_text, text, is_json, base, root)
         errors = [d for d in diagnostics if d.is_error]
         if errors or compiled is None:
             return json_response({"errors": [to_json(d) for d in errors], "text": render(errors, sources)}, 400)

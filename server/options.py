@@ -32,8 +32,9 @@ class ServerOptions:
     # On stop, how long open streams may run on before they send the rest of their frames at once
     shutdown_grace_s: float = DEFAULT_SHUTDOWN_GRACE_S
     # The scenario base: the absolute directory that `use "…"` in script text posted to the admin API
-    # resolves against. `mockllm serve PATH` sets it to PATH's directory; the default is the working
-    # directory when the options are made.
+    # resolves against, and the only directory (with its subdirectories) such imports may read.
+    # `mockllm serve PATH` sets it to PATH's directory; the default is the working directory when
+    # the options are made.
     scenario_base: str = attrs.field(factory=os.getcwd, converter=_absolute)
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
     clock: Clock = attrs.field(factory=SystemClock, eq=False)

@@ -216,6 +216,22 @@ def scenario_base(paths: Sequence[str]) -> str:
     return first if os.path.isdir(first) else os.path.dirname(first)
 
 
+ENV_ADMIN_TOKEN = "MOCKLLM_ADMIN_TOKEN"
+
+
+def admin_token(args: argparse.Namespace) -> str | None:
+    """The admin token: ``--admin-token``, else the first line of ``--admin-token-file`` ("" when that
+    line is empty), else ``$MOCKLLM_ADMIN_TOKEN``, else None. Raises OSError for an unreadable file."""
+    given = getattr(args, "admin_token", None)
+    if given:
+        return str(given)
+    path = getattr(args, "admin_token_file", None)
+    if path:
+        with open(path, encoding="utf-8") as fh:
+            return fh.readline().strip()
+    return os.environ.get(ENV_ADMIN_TOKEN, "").strip() or None
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """`mockllm serve [PATH …]`: the entry point the CLI calls."""
     server = getattr(args, "server", "hypercorn") or "hypercorn"
@@ -242,14 +258,26 @@ def serve_command(args: argparse.Namespace) -> int:
         if warnings:
             print(render(warnings, loaded.sources), file=sys.stderr)
 
+    try:
+        token = admin_token(args)
+    except OSError as exc:
+        print(f"mockllm: cannot read the admin token file: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if token == "":
+        print("mockllm: the admin token file is empty", file=sys.stderr)
+        return 2
+    base = getattr(args, "scenario_base", None)
+    if base is not None and not os.path.isdir(base):
+        print(f"mockllm: --scenario-base {base}: not a directory", file=sys.stderr)
+        return 2
     options = ServerOptions(
         no_auth=bool(getattr(args, "no_auth", False)),
         lenient=bool(getattr(args, "lenient", False)),
-        admin_token=getattr(args, "admin_token", None) or None,
+        admin_token=token,
         max_body_bytes=int(getattr(args, "max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
         hang_limit_s=float(getattr(args, "hang_limit", DEFAULT_HANG_LIMIT_S)),
         shutdown_grace_s=float(getattr(args, "shutdown_grace", DEFAULT_SHUTDOWN_GRACE_S)),
-        scenario_base=scenario_base(paths),
+        scenario_base=os.path.abspath(base) if base is not None else scenario_base(paths),
     )
     return run(
         library,

@@ -89,6 +89,7 @@ class _Loader:
     aliases: dict[str, dict[str, str]] = attrs.field(factory=dict)
     loaded: dict[str, str] = attrs.field(factory=dict)  # real path -> display name
     stack: list[tuple[str, str]] = attrs.field(factory=list)  # (real path, display name) being loaded
+    root: str | None = None  # when set (a real path), imports resolve only to scripts below it
 
     def library(self) -> Library:
         return Library(
@@ -144,6 +145,17 @@ class _Loader:
         if alias not in self.aliases[importer]:
             self.aliases[importer][alias] = target_name
         real = os.path.realpath(target)
+        if self.root is not None and not _confined(real, self.root):
+            self.diagnostics.append(
+                error(
+                    "import-outside-base",
+                    f'imported file "{rel}" is not a script inside the scenario base ({self.root})',
+                    at,
+                    hint="a script sent to a server can import only .mockllm and .json files below its "
+                    "scenario base (mockllm serve --scenario-base)",
+                )
+            )
+            return
         chain = [r for r, _ in self.stack]
         if real in chain:
             names = [n for _, n in self.stack[chain.index(real) :]] + [target_name]
@@ -180,6 +192,13 @@ class _Loader:
         self.load_file(target, target_name)
 
 
+def _confined(real: str, root: str) -> bool:
+    """Whether ``real`` (a resolved path) names a script file below ``root`` (links already followed,
+    so a link out of the base does not count as inside it)."""
+    inside = real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+    return inside and os.path.splitext(real)[1] in SCRIPT_SUFFIXES
+
+
 def _expand(path: str | os.PathLike[str]) -> list[Path] | None:
     p = Path(path)
     if p.is_dir():
@@ -212,13 +231,20 @@ def load_paths(paths: Sequence[str | os.PathLike[str]]) -> Library:
 
 
 def load_text(
-    text: str, file: str = "<text>", base_dir: str | os.PathLike[str] | None = None, is_json: bool | None = None
+    text: str,
+    file: str = "<text>",
+    base_dir: str | os.PathLike[str] | None = None,
+    is_json: bool | None = None,
+    root: str | os.PathLike[str] | None = None,
 ) -> Library:
     """Load one script given as text (``.mockllm`` syntax, or the JSON form when it starts with ``{``
     or ``is_json`` says so).
 
-    Its imports resolve against ``base_dir`` (default: the working directory)."""
-    loader = _Loader()
+    Its imports resolve against ``base_dir`` (default: the working directory). With ``root``, every
+    import -- and every import of an imported file -- must be a ``.mockllm`` or ``.json`` file inside
+    ``root`` (after following links); anything else is an ``import-outside-base`` error and is not
+    read, so no other file's content can reach an error message."""
+    loader = _Loader(root=os.path.realpath(root) if root is not None else None)
     base = os.path.abspath(base_dir) if base_dir is not None else os.getcwd()
     loader.add_text(text, file, base, os.path.join(base, f"\0{file}"), is_json)
     return loader.library()

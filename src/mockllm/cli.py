@@ -380,7 +380,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--server", choices=("hypercorn", "uvicorn"), default="hypercorn", help="default: hypercorn")
     p.add_argument("--no-auth", action="store_true", help="do not check provider credentials")
     p.add_argument("--lenient", action="store_true", help="do not validate conversation histories")
-    p.add_argument("--admin-token", metavar="TOKEN", help="require this bearer token for the admin API")
+    p.add_argument(
+        "--admin-token",
+        metavar="TOKEN",
+        help="require this bearer token for the admin API (visible in `ps`: prefer $MOCKLLM_ADMIN_TOKEN "
+        "or --admin-token-file)",
+    )
+    p.add_argument("--admin-token-file", metavar="FILE", help="read the admin token from this file's first line")
+    p.add_argument(
+        "--scenario-base",
+        metavar="DIR",
+        help="where `use` in scripts posted to the admin API resolves; they may import nothing outside it "
+        "(default: the working directory)",
+    )
     p.add_argument(
         "--max-body-bytes",
         type=_positive_int,
