@@ -25,7 +25,7 @@ from mockllm.errors import MockllmError
 from mockllm.runtime.engine.engine import journal_status
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import LowerCaseHeaders
-from mockllm.runtime.request import HttpRequest, Provider
+from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 from mockllm.server.admin import ADMIN_PREFIX, admin_mount
 from mockllm.server.options import ServerOptions
 from mockllm.server.responder import Delivery, deliver, header_bytes, send_whole
@@ -121,6 +121,17 @@ def _headers(scope: Scope) -> dict[str, str]:
 def _query(scope: Scope) -> dict[str, str]:
     raw = scope.get("query_string", b"")
     return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)) if raw else {}
+
+
+#: Request bodies larger than this are parsed, and their replies rendered, in a worker thread.
+OFFLOAD_BYTES = 256 * 1024
+
+
+def _parse(adapter: Adapter, http: HttpRequest, lenient: bool) -> ChatRequest:
+    chat = adapter.parse(http)
+    if not lenient:
+        adapter.validate_history(chat)
+    return chat
 
 
 class ClientGone(MockllmError):
@@ -257,10 +268,12 @@ class ProviderEndpoint:
                 ctx = state.context()
                 await send_whole(channel, adapter.render_error(denied.status, denied.message, ctx, denied.code))
                 return
+        offload = len(http.body) > OFFLOAD_BYTES
         try:
-            chat = adapter.parse(http)
-            if not state.options.lenient:
-                adapter.validate_history(chat)
+            if offload:  # a large body is parsed in a worker thread: other requests are answered meanwhile
+                chat = await asyncio.to_thread(_parse, adapter, http, state.options.lenient)
+            else:
+                chat = _parse(adapter, http, state.options.lenient)
         except ProviderError as err:
             ctx = state.context()
             await send_whole(channel, adapter.render_error(err.status, err.message, ctx, err.code, err.param))
@@ -279,7 +292,9 @@ class ProviderEndpoint:
                 self._finish(entry, delivery)  # else the entry already says so: nothing to write
 
         options = state.options
-        delivery = await deliver(outcome, chat, adapter, ctx, channel, options, state.shutdown, record, arrived)
+        delivery = await deliver(
+            outcome, chat, adapter, ctx, channel, options, state.shutdown, record, arrived, offload=offload
+        )
         if not recorded or (recorded[-1] is not delivery and recorded[-1] != delivery):
             self._finish(entry, delivery)
 

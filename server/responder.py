@@ -153,6 +153,8 @@ async def deliver(
     shutdown: Shutdown,
     record: Record,
     arrived: float | None = None,
+    *,
+    offload: bool = False,
 ) -> Delivery:
     """Send the reply ``outcome`` asks for; never raises for anything the script asked. ``record`` is
     called with how it went before the response body ends cleanly; the caller records the returned
@@ -160,7 +162,8 @@ async def deliver(
 
     ``arrived`` is when the request reached the server (``options.clock.monotonic()``): a scripted
     latency counts from then, so the time spent reading, matching and rendering (and waiting for the
-    event loop under load) is part of it rather than added to it."""
+    event loop under load) is part of it rather than added to it. ``offload``: render in a worker
+    thread (for a large request, whose reply may be as large), so other requests are answered meanwhile."""
     extra = debug_headers(outcome)
     plan = outcome.plan
     if plan is None:
@@ -187,7 +190,7 @@ async def deliver(
         rendered = raw_rendered(plan)
     else:
         kind = "reply"
-        rendered = adapter.render(plan, chat, ctx)
+        rendered = await asyncio.to_thread(adapter.render, plan, chat, ctx) if offload else adapter.render(plan, chat, ctx)
 
     if plan.latency_s > 0:
         channel.watch()
