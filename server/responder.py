@@ -190,7 +190,10 @@ async def deliver(
         rendered = raw_rendered(plan)
     else:
         kind = "reply"
-        rendered = await asyncio.to_thread(adapter.render, plan, chat, ctx) if offload else adapter.render(plan, chat, ctx)
+        if offload:
+            rendered = await asyncio.to_thread(adapter.render, plan, chat, ctx)
+        else:
+            rendered = adapter.render(plan, chat, ctx)
 
     if plan.latency_s > 0:
         channel.watch()

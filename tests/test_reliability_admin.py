@@ -52,7 +52,14 @@ def test_imports_inside_the_base_load(serve: Serve, base: Path) -> None:
 
 @pytest.mark.parametrize(
     "target",
-    ["/proc/self/environ", "/etc/passwd", "../outside.mockllm", "notes.txt", "lib/../../outside.mockllm", "link.mockllm"],
+    [
+        "/proc/self/environ",
+        "/etc/passwd",
+        "../outside.mockllm",
+        "notes.txt",
+        "lib/../../outside.mockllm",
+        "link.mockllm",
+    ],
 )
 def test_imports_outside_the_base_or_of_other_files_are_refused_without_quoting_them(
     serve: Serve, base: Path, target: str, monkeypatch: pytest.MonkeyPatch

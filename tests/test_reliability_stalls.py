@@ -20,7 +20,8 @@ STEPS = 600  # a library of one scenario with 600 steps
 
 
 def many_messages(url: str, client: httpx.Client) -> httpx.Response:
-    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"} for i in range(MESSAGES)]
+    roles = ("user", "assistant")
+    messages = [{"role": roles[i % 2], "content": f"message {i}"} for i in range(MESSAGES)]
     body = json.dumps({"model": "m", "messages": messages}).encode()
     return client.post(url + "/v1/chat/completions", content=body, headers={"content-type": "application/json"})
 
