@@ -27,10 +27,9 @@ def many_messages(url: str, client: httpx.Client) -> httpx.Response:
 
 
 def large_library(url: str, client: httpx.Client) -> httpx.Response:
-    steps = "".join(
-        f'    step s{i}:\n        when:\n            last user message contains "w{i}"\n        reply:\n            text "r{i}"\n'
-        for i in range(STEPS)
-    )
+    step = '    step s{i}:\n        when:\n            last user message contains "w{i}"\n'
+    step += '        reply:\n            text "r{i}"\n'
+    steps = "".join(step.format(i=i) for i in range(STEPS))
     return client.post(url + "/_mockllm/scenarios", content=('scenario "big":\n    order any\n' + steps).encode())
 
 
