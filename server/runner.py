@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from mockllm.dsl.machines.compiled import CompiledLibrary
+    from mockllm.runtime.engine.engine import Engine
 
 ENV_SCENARIOS = "MOCKLLM_SCENARIOS"
 UVICORN_MISSING = "mockllm: --server uvicorn needs the 'fast' extra: pip install 'mockllm[fast]'"
@@ -128,6 +129,7 @@ def run(
     max_conversations: int = 10_000,
     idle_seconds: float = 3600.0,
     out: TextIO | None = None,
+    watch: Callable[[Engine], Awaitable[None]] | None = None,
 ) -> int:
     """Serve ``library`` (None: the echo responder) until SIGINT/SIGTERM. Prints the listening line
     first on ``out`` (default stdout). Returns the exit code.
@@ -167,16 +169,25 @@ def run(
 
         shutdown = server_state(app).shutdown
         shutdown.reset()
+        watcher = asyncio.ensure_future(watch(engine)) if watch is not None else None
 
         async def trigger() -> None:
             await stop.wait()
             shutdown.stopping.set()
+            if watcher is not None:
+                watcher.cancel()
 
         grace = opts.shutdown_grace_s
-        if server == "uvicorn":
-            await serve_uvicorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
-        else:
-            await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+        try:
+            if server == "uvicorn":
+                await serve_uvicorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+            else:
+                await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
 
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
@@ -243,6 +254,11 @@ def serve_command(args: argparse.Namespace) -> int:
 
     library = None
     paths = library_paths(getattr(args, "paths", None) or [])
+    watching = bool(getattr(args, "watch", False))
+    if watching and not paths:
+        print("mockllm: --watch needs the files to watch: give PATH or set MOCKLLM_SCENARIOS", file=sys.stderr)
+        return 2
+    imported: list[str] = []
     if paths:
         from mockllm.dsl.diagnostics import render
         from mockllm.dsl.machines.compiler import load_and_compile
@@ -257,6 +273,7 @@ def serve_command(args: argparse.Namespace) -> int:
             return 1
         if warnings:
             print(render(warnings, loaded.sources), file=sys.stderr)
+        imported = [name for name in loaded.sources if os.path.isfile(name)]
 
     try:
         token = admin_token(args)
@@ -288,4 +305,14 @@ def serve_command(args: argparse.Namespace) -> int:
         loop=getattr(args, "loop", None) or None,  # no CLI flag yet: the benchmark passes it to try Hypercorn on uvloop
         max_conversations=int(getattr(args, "max_conversations", 10_000)),
         idle_seconds=float(getattr(args, "idle_seconds", 3600.0)),
+        watch=_watcher(paths, imported, float(getattr(args, "watch_interval", 0.5))) if watching else None,
     )
+
+
+def _watcher(paths: Sequence[str], imported: Sequence[str], interval: float) -> Callable[[Engine], Awaitable[None]]:
+    from mockllm.server.watch import watch_library
+
+    def start(engine: Engine) -> Awaitable[None]:
+        return watch_library(engine, paths, imported, sys.stderr, interval)
+
+    return start

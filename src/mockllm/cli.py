@@ -406,6 +406,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="longest a `hang` reply holds a connection (default: the server's built-in limit, 300)",
     )
     p.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload the library when its files change; a broken edit keeps the previous library serving",
+    )
+    p.add_argument(
+        "--watch-interval",
+        type=_seconds,
+        default=0.5,
+        metavar="SECONDS",
+        help="how often --watch looks at the files (default: 0.5)",
+    )
+    p.add_argument(
         "--shutdown-grace",
         type=_seconds_or_zero,
         metavar="SECONDS",
