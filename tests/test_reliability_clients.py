@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from reliability import serve_process, servers, wait_until
+from reliability import open_descriptors, serve_process, servers, wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SO_LINGER resets are POSIX")
 
@@ -49,7 +49,9 @@ def reset_after_first_chunk(port: int) -> None:
 def test_every_reset_mid_stream_is_journalled_as_client_gone(tmp_path: Path, server: str) -> None:
     script = tmp_path / "s.mockllm"
     script.write_text(SCRIPT)
-    with serve_process(str(script), "--server", server) as (_, url, port):
+    with serve_process(str(script), "--server", server) as (proc, url, port):
+        httpx.get(url + "/_mockllm/health")
+        before = open_descriptors(proc.pid)
         threads = [threading.Thread(target=reset_after_first_chunk, args=(port,)) for _ in range(100)]
         for thread in threads:
             thread.start()
@@ -62,6 +64,11 @@ def test_every_reset_mid_stream_is_journalled_as_client_gone(tmp_path: Path, ser
 
         assert wait_until(lambda: sum(1 for e in journal() if e.get("client_gone")) == 100, 10.0)
         entries = journal()
+        if before is not None:  # the storm leaves no descriptor behind
+            assert wait_until(lambda: (open_descriptors(proc.pid) or 0) <= before + 1, 5.0), (
+                before,
+                open_descriptors(proc.pid),
+            )
     assert len(entries) == 100
     assert all(e["client_gone"] and "client went away after" in str(e["note"]) for e in entries), entries[:3]
 
