@@ -27,6 +27,7 @@ from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext
 from mockllm.runtime.providers.common import LowerCaseHeaders
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 from mockllm.server.admin import ADMIN_PREFIX, admin_mount
+from mockllm.server.body_deadline import BodyDeadline, BodyTimeout
 from mockllm.server.options import ServerOptions
 from mockllm.server.responder import Delivery, deliver, header_bytes, send_whole
 from mockllm.server.routes import GEMINI_METHODS, ROUTES, RouteSpec, adapter_for, provider_for
@@ -58,6 +59,7 @@ class ServerState:
         self._requested: dict[str, None] = {}
         self._ids = itertools.count(1)
         self.shutdown = Shutdown(options.sleep)
+        self.body_deadline = BodyDeadline(options.body_timeout_s)
 
     @property
     def closing(self) -> asyncio.Event:
@@ -138,26 +140,38 @@ class ClientGone(MockllmError):
     """The client hung up before it sent the whole request body: nothing is processed or answered."""
 
 
-async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes | None:
+async def read_body(
+    receive: Receive, headers: Mapping[str, str], limit: int, deadline: BodyDeadline | None = None
+) -> bytes | None:
     """The whole request body, or None as soon as it is known to exceed ``limit`` bytes (from
     ``content-length`` before reading anything, else while reading). Raises :class:`ClientGone` when
-    the client hangs up first (even if what it sent so far happens to be a complete JSON text)."""
+    the client hangs up first (even if what it sent so far happens to be a complete JSON text), and
+    :class:`BodyTimeout` when the body takes longer than ``deadline`` allows."""
     declared = headers.get("content-length", "").strip()
     if declared.isdigit() and int(declared) > limit:
         return None
     parts: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        parts.append(chunk)
-        if not message.get("more_body", False):
-            break
+    task = deadline.enter() if deadline is not None else None
+    try:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return None
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                break
+    except asyncio.CancelledError:
+        if deadline is not None and deadline.expired(task):
+            raise BodyTimeout from None
+        raise
+    finally:
+        if deadline is not None:
+            deadline.leave(task)
     return b"".join(parts)
 
 
@@ -233,7 +247,7 @@ class ProviderEndpoint:
                 if gmethod is not None:
                     path_params["method"] = gmethod
             adapter = state.adapter(provider)
-            body = await read_body(receive, headers, state.options.max_body_bytes)
+            body = await read_body(receive, headers, state.options.max_body_bytes, state.body_deadline)
             if body is None:
                 limit = state.options.max_body_bytes
                 message = f"mockllm: request body is larger than the limit of {limit} bytes"
@@ -248,6 +262,12 @@ class ProviderEndpoint:
                 await self._other(http, provider, adapter, channel)
         except ClientGone:
             pass  # nobody to answer, nothing processed
+        except BodyTimeout:
+            channel.body_done = True  # the rest will not come: answer without waiting for it, then close
+            timeout = state.options.body_timeout_s
+            message = f"mockllm: the request body did not arrive within {timeout:g}s"
+            rendered = state.adapter(provider).render_error(408, message, state.context(), "request_timeout")
+            await send_whole(channel, rendered, [("connection", "close")])
         except Exception as exc:  # a bug, never the user's input: answer 500 in the provider's shape
             log.exception("mockllm: internal error while answering %s %s", method, path)
             if not channel.started:

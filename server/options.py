@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 import attrs
 
 from mockllm.runtime.clock import Clock, SystemClock
+from mockllm.server.body_deadline import DEFAULT_BODY_TIMEOUT_S
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -36,5 +37,7 @@ class ServerOptions:
     # `mockllm serve PATH` sets it to PATH's directory; the default is the working directory when
     # the options are made.
     scenario_base: str = attrs.field(factory=os.getcwd, converter=_absolute)
+    # A request body that has not fully arrived this long after the request began gets 408
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
     clock: Clock = attrs.field(factory=SystemClock, eq=False)

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -94,3 +95,22 @@ def test_a_request_whose_client_hung_up_mid_body_is_not_processed(tmp_path: Path
     assert names == ["s"]
     assert whole.status_code == 200
     assert "Traceback" not in err
+
+
+def test_an_abandoned_upload_gets_408_and_its_connection_is_closed(serve: Any) -> None:
+    with serve(SCRIPT, body_timeout_s=0.5) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(head(len(BODY) + 100) + BODY)  # 100 bytes short, and nothing more comes
+            started = time.monotonic()
+            data = b""
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:  # the server closed the connection
+                    break
+                data += chunk
+            took = time.monotonic() - started
+        journal = server.engine.journal()
+    assert data.startswith(b"HTTP/1.1 408"), data[:200]
+    assert b"did not arrive within 0.5s" in data
+    assert took < 5.0
+    assert journal == []

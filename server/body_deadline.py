@@ -1,0 +1,66 @@
+"""A deadline for receiving a request body, so an abandoned upload does not hold its socket forever.
+
+Neither Hypercorn nor Uvicorn times out a request whose headers arrived but whose body stopped
+coming (their keep-alive timeout covers only the time between requests). A timer per request would
+cost every request a scheduled callback; instead each body read registers its task and start time in
+a dict, and one sweeper task per server -- running only while some body is being read -- cancels
+the reads that have waited past the limit. The reader turns that cancellation into
+:class:`BodyTimeout`, answered with 408 and ``connection: close``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+DEFAULT_BODY_TIMEOUT_S = 30.0
+
+
+class BodyTimeout(Exception):
+    """The request body did not arrive within the deadline."""
+
+
+class BodyDeadline:
+    __slots__ = ("_expired", "_sweeper", "_waiting", "limit_s")
+
+    def __init__(self, limit_s: float = DEFAULT_BODY_TIMEOUT_S) -> None:
+        self.limit_s = limit_s
+        self._waiting: dict[asyncio.Task[object], float] = {}
+        self._expired: set[asyncio.Task[object]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+
+    def enter(self) -> asyncio.Task[object] | None:
+        """Start the clock for the current task's body read."""
+        task = asyncio.current_task()
+        if task is None:
+            return None
+        loop = asyncio.get_running_loop()
+        self._waiting[task] = loop.time()
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = loop.create_task(self._sweep())
+        return task
+
+    def leave(self, task: asyncio.Task[object] | None) -> None:
+        if task is not None:
+            self._waiting.pop(task, None)
+
+    def expired(self, task: asyncio.Task[object] | None) -> bool:
+        """Whether ``task`` was cancelled by the deadline (and, if so, take the cancellation back)."""
+        if task is None or task not in self._expired:
+            return False
+        self._expired.discard(task)
+        task.uncancel()
+        return True
+
+    async def _sweep(self) -> None:
+        loop = asyncio.get_running_loop()
+        tick = min(max(self.limit_s / 4, 0.05), 1.0)
+        while self._waiting:
+            await asyncio.sleep(tick)
+            now = loop.time()
+            for task, since in list(self._waiting.items()):
+                if now - since > self.limit_s:
+                    del self._waiting[task]
+                    self._expired.add(task)
+                    task.cancel()
+        with contextlib.suppress(Exception):
+            self._sweeper = None
