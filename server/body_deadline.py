@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from mockllm.errors import MockllmError
+
 DEFAULT_BODY_TIMEOUT_S = 30.0
 
 
-class BodyTimeout(Exception):
+class BodyTimeout(MockllmError):
     """The request body did not arrive within the deadline."""
 
 
