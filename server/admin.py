@@ -221,8 +221,8 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
                 {"error": f"mockllm: the body is not UTF-8 text ({exc.reason} at byte {exc.start})"}, 400
             )
         is_json = request.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
-        base = os.path.join(root, request.query_params.get("base", ""))
-        compiled, diagnostics, sources = await asyncio.to_thread(compile_text, text, is_json, base, root)
+        base_dir = os.path.join(root, request.query_params.get("base", ""))
+        compiled, diagnostics, sources = await asyncio.to_thread(compile_text, text, is_json, base_dir, root)
         errors = [d for d in diagnostics if d.is_error]
         if errors or compiled is None:
             return json_response({"errors": [to_json(d) for d in errors], "text": render(errors, sources)}, 400)
