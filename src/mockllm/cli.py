@@ -391,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--scenario-base",
         metavar="DIR",
         help="where `use` in scripts posted to the admin API resolves; they may import nothing outside it "
-        "(default: the working directory)",
+        "(default: the first PATH's directory, else the working directory)",
     )
     p.add_argument(
         "--max-body-bytes",
