@@ -330,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     table = "\n".join(lines)
     print(table)
     if args.out:
-        Path(args.out).write_text(table + "\n")
+        heading = "# Reliability figures\n\nWritten by `python bench/reliability.py --out bench/reliability.md`.\n\n"
+        Path(args.out).write_text(heading + table + "\n")
     return 0 if all(row[3] == "met" for row in rows) else 1
 
 
