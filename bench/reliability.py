@@ -29,23 +29,22 @@ import os
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import httpx  # noqa: E402
 from reliability import (  # noqa: E402
-    limit_descriptors,
+    library_text,
     open_descriptors,
+    probe_while,
+    run_many_tests,
     serve_process,
     servers,
     short_connection,
@@ -81,42 +80,16 @@ def short_connections(count: int) -> list[Row]:
     return rows
 
 
-PYTEST_FILE = """
-import openai
-import pytest
-
-
-@pytest.mark.parametrize("i", range({count}))
-def test_one(mockllm, i):
-    client = openai.OpenAI(base_url=mockllm.url + "/v1", api_key="sk-test", max_retries=0)
-    reply = client.chat.completions.create(model="gpt-4o", messages=[{{"role": "user", "content": f"hi {{i}}"}}])
-    assert reply.choices[0].message.content == f"hi {{i}}"
-"""
-
-
 def pytest_run(count: int) -> list[Row]:
     progress(f"a pytest run of {count} tests under ulimit -n 256")
     with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "test_many.py").write_text(textwrap.dedent(PYTEST_FILE.format(count=count)))
         started = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "test_many.py"],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-            preexec_fn=lambda: limit_descriptors(256),
-        )
+        done = run_many_tests(Path(tmp), count, fd_limit=256)
         took = time.monotonic() - started
     last = (done.stdout.strip().splitlines() or [""])[-1]
     return [
         (f"pytest run of {count} tests, ulimit -n 256", f"{last} ({took:.0f} s)", "all pass", _ok(done.returncode == 0))
     ]
-
-
-def _library(steps: int) -> bytes:
-    step = '    step s{i}:\n        when:\n            last user message contains "w{i}"\n'
-    step += '        reply:\n            text "r{i}"\n'
-    return ('scenario "big":\n    order any\n' + "".join(step.format(i=i) for i in range(steps))).encode()
 
 
 def _chat(body: bytes) -> Callable[[str, httpx.Client], httpx.Response]:
@@ -133,30 +106,6 @@ def _post_library(text: bytes) -> Callable[[str, httpx.Client], httpx.Response]:
     return send
 
 
-def probe_while(url: str, heavy: Callable[[str, httpx.Client], httpx.Response]) -> tuple[float, list[float], int]:
-    done = threading.Event()
-    result: dict[str, Any] = {}
-
-    def run() -> None:
-        with httpx.Client(timeout=300) as client:
-            started = time.monotonic()
-            result["status"] = heavy(url, client).status_code
-            result["took"] = time.monotonic() - started
-        done.set()
-
-    latencies: list[float] = []
-    with httpx.Client(timeout=60) as probe:
-        probe.get(url + "/_mockllm/health")
-        thread = threading.Thread(target=run)
-        thread.start()
-        while not done.wait(0.005):
-            started = time.monotonic()
-            probe.get(url + "/_mockllm/health")
-            latencies.append(time.monotonic() - started)
-        thread.join()
-    return result["took"], latencies, result["status"]
-
-
 def stalls(scale: int) -> list[Row]:
     size = 8_000_000 // scale
     cases = [
@@ -170,8 +119,8 @@ def stalls(scale: int) -> list[Row]:
                 json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 90}] * (size // 100)}).encode()
             ),
         ),
-        (f"library of {800 // scale} steps", _post_library(_library(800 // scale))),
-        (f"library of {1600 // scale} steps", _post_library(_library(1600 // scale))),
+        (f"library of {800 // scale} steps", _post_library(library_text(800 // scale))),
+        (f"library of {1600 // scale} steps", _post_library(library_text(1600 // scale))),
     ]
     rows = []
     with serve_process("--no-auth", "--lenient", "--max-body-bytes", str(64 * 1024 * 1024)) as (_, url, _port):

@@ -10,10 +10,13 @@ import resource
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
 
 LISTENING = re.compile(r"^mockllm listening on (http://127\.0\.0\.1:(\d+))$")
 
@@ -117,3 +120,66 @@ def servers() -> Sequence[str]:
     from mockllm.server.runner import _fast_modules
 
     return ("hypercorn", "uvicorn") if _fast_modules() is not None else ("hypercorn",)
+
+
+MANY_TESTS = """
+import openai
+import pytest
+
+
+@pytest.mark.parametrize("i", range({count}))
+def test_one(mockllm, i):
+    # a new SDK client per test, never closed: what many test suites do
+    client = openai.OpenAI(base_url=mockllm.url + "/v1", api_key="sk-test", max_retries=0)
+    reply = client.chat.completions.create(model="gpt-4o", messages=[{{"role": "user", "content": f"hi {{i}}"}}])
+    assert reply.choices[0].message.content == f"hi {{i}}"
+"""
+
+
+def run_many_tests(directory: Path, count: int, fd_limit: int) -> subprocess.CompletedProcess[str]:
+    """A pytest run of ``count`` tests that each build an openai client against the ``mockllm``
+    fixture, under ``ulimit -n fd_limit``, in ``directory``."""
+    (directory / "test_many.py").write_text(MANY_TESTS.format(count=count))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MOCKLLM_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "test_many.py"],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+        preexec_fn=lambda: limit_descriptors(fd_limit),
+    )
+
+
+def library_text(steps: int) -> bytes:
+    """One scenario of ``steps`` steps, each with a condition and a reply."""
+    step = '    step s{i}:\n        when:\n            last user message contains "w{i}"\n'
+    step += '        reply:\n            text "r{i}"\n'
+    return ('scenario "big":\n    order any\n' + "".join(step.format(i=i) for i in range(steps))).encode()
+
+
+def probe_while(url: str, heavy: Callable[[str, httpx.Client], httpx.Response]) -> tuple[float, list[float], int]:
+    """Send ``heavy`` on one connection and a health probe every 5 ms on another until it is answered:
+    (how long the heavy request took, each probe's latency, the heavy request's status)."""
+    done = threading.Event()
+    result: dict[str, float | int] = {}
+
+    def run() -> None:
+        with httpx.Client(timeout=300) as client:
+            started = time.monotonic()
+            result["status"] = heavy(url, client).status_code
+            result["took"] = time.monotonic() - started
+        done.set()
+
+    latencies: list[float] = []
+    with httpx.Client(timeout=60) as probe:
+        probe.get(url + "/_mockllm/health")
+        thread = threading.Thread(target=run)
+        thread.start()
+        while not done.wait(0.005):
+            started = time.monotonic()
+            assert probe.get(url + "/_mockllm/health").status_code == 200
+            latencies.append(time.monotonic() - started)
+        thread.join()
+    return float(result["took"]), latencies, int(result["status"])

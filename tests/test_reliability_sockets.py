@@ -5,17 +5,14 @@ a pytest run of many tests that each build an SDK client passes. The long form (
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from reliability import (
-    limit_descriptors,
     open_descriptors,
+    run_many_tests,
     serve_process,
     servers,
     short_connection,
@@ -65,32 +62,8 @@ def test_the_server_recovers_once_descriptors_free_up(server: str) -> None:
     assert "Traceback" not in err
 
 
-PYTEST_FILE = """
-import openai
-import pytest
-
-
-@pytest.mark.parametrize("i", range({count}))
-def test_one(mockllm, i):
-    # a new SDK client per test, never closed: what many test suites do
-    client = openai.OpenAI(base_url=mockllm.url + "/v1", api_key="sk-test", max_retries=0)
-    reply = client.chat.completions.create(model="gpt-4o", messages=[{{"role": "user", "content": f"hi {{i}}"}}])
-    assert reply.choices[0].message.content == f"hi {{i}}"
-"""
-
-
 def test_a_pytest_run_under_a_small_descriptor_limit_passes(tmp_path: Path) -> None:
     """150 tests under ``ulimit -n 64`` (the same pressure as 1,000 under 256, which bench/ runs)."""
-    (tmp_path / "test_many.py").write_text(textwrap.dedent(PYTEST_FILE.format(count=150)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "MOCKLLM_"))}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "test_many.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        preexec_fn=lambda: limit_descriptors(64),
-    )
+    result = run_many_tests(tmp_path, 150, fd_limit=64)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "150 passed" in result.stdout

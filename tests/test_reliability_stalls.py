@@ -7,13 +7,11 @@ probe answered within 100 ms) are measured by ``python bench/reliability.py``.""
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable
 
 import httpx
 import pytest
-from reliability import serve_process
+from reliability import library_text, probe_while, serve_process
 
 MESSAGES = 40_000  # a 4 MB body of short messages: parsing it takes about a second on one core
 STEPS = 600  # a library of one scenario with 600 steps
@@ -27,35 +25,7 @@ def many_messages(url: str, client: httpx.Client) -> httpx.Response:
 
 
 def large_library(url: str, client: httpx.Client) -> httpx.Response:
-    step = '    step s{i}:\n        when:\n            last user message contains "w{i}"\n'
-    step += '        reply:\n            text "r{i}"\n'
-    steps = "".join(step.format(i=i) for i in range(STEPS))
-    return client.post(url + "/_mockllm/scenarios", content=('scenario "big":\n    order any\n' + steps).encode())
-
-
-def probe_while(url: str, heavy: Callable[[str, httpx.Client], httpx.Response]) -> tuple[float, list[float], int]:
-    """(how long the heavy request took, each probe's latency while it was in flight, its status)."""
-    done = threading.Event()
-    result: dict[str, float | int] = {}
-
-    def run() -> None:
-        with httpx.Client(timeout=120) as client:
-            started = time.monotonic()
-            result["status"] = heavy(url, client).status_code
-            result["took"] = time.monotonic() - started
-        done.set()
-
-    latencies: list[float] = []
-    with httpx.Client(timeout=60) as probe:
-        probe.get(url + "/_mockllm/health")
-        thread = threading.Thread(target=run)
-        thread.start()
-        while not done.wait(0.005):
-            started = time.monotonic()
-            assert probe.get(url + "/_mockllm/health").status_code == 200
-            latencies.append(time.monotonic() - started)
-        thread.join()
-    return float(result["took"]), latencies, int(result["status"])
+    return client.post(url + "/_mockllm/scenarios", content=library_text(STEPS))
 
 
 @pytest.mark.parametrize("heavy", [many_messages, large_library], ids=["large-body", "large-library"])
