@@ -115,3 +115,17 @@ def test_sigterm_stops_accepting_and_lets_short_streams_finish_in_time(tmp_path:
     assert [r.get("text") for r in results] == [WORDS, WORDS], results
     assert code == 0, err
     assert "Traceback" not in err
+
+
+def test_the_python_api_takes_a_grace_period_and_stop_ends_streams_properly() -> None:
+    import mockllm
+
+    script = SCRIPT.replace("400ms apart", "1s apart")  # 20 s if nothing cut it short
+    server = mockllm.serve(script, shutdown_grace_s=0.2).start()
+    threads, results, started = run_streams(server.url, [openai_stream, anthropic_stream])
+    assert all(event.wait(20) for event in started), results
+    server.stop()
+    for thread in threads:
+        thread.join(20)
+    assert [r.get("text") for r in results] == [WORDS, WORDS], results
+    assert [r.get("finish") for r in results] == ["stop", "end_turn"]

@@ -441,6 +441,7 @@ def serve(
     admin_token: str | None = None,
     hang_limit_s: float | None = None,
     max_body_bytes: int | None = None,
+    shutdown_grace_s: float | None = None,
     base: str | os.PathLike[str] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     options: ServerOptions | None = None,
@@ -449,12 +450,19 @@ def serve(
 
     ``port=0`` picks a free port. ``no_auth`` (default on) skips the per-provider API-key checks;
     ``lenient`` skips history validation; ``hang_limit_s`` bounds how long a ``hang`` reply holds the
-    connection (default 300 s); ``max_body_bytes`` caps a request body (default 10 MiB). ``base`` is the
+    connection (default 300 s); ``max_body_bytes`` caps a request body (default 10 MiB);
+    ``shutdown_grace_s`` is how long open streams may run on when the server stops before they end at
+    once, the provider's way (default 5 s). ``base`` is the
     server's scenario base: what ``use "…"`` in script text (given here, to :meth:`MockServer.load` or
     posted to the admin API) resolves against; default the working directory. ``options``
     (a full :class:`~mockllm.server.options.ServerOptions`) overrides all of those. A library with
     errors raises :class:`DiagnosticsError` here, before anything starts."""
-    from mockllm.server.options import DEFAULT_HANG_LIMIT_S, DEFAULT_MAX_BODY_BYTES, ServerOptions
+    from mockllm.server.options import (
+        DEFAULT_HANG_LIMIT_S,
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_SHUTDOWN_GRACE_S,
+        ServerOptions,
+    )
 
     chosen = os.path.abspath(base if base is not None else base_dir if base_dir is not None else os.getcwd())
     library = load_or_raise(*sources, base=chosen) if sources else None
@@ -465,5 +473,6 @@ def serve(
         admin_token=admin_token,
         hang_limit_s=DEFAULT_HANG_LIMIT_S if hang_limit_s is None else hang_limit_s,
         max_body_bytes=DEFAULT_MAX_BODY_BYTES if max_body_bytes is None else max_body_bytes,
+        shutdown_grace_s=DEFAULT_SHUTDOWN_GRACE_S if shutdown_grace_s is None else shutdown_grace_s,
     )
     return MockServer(library, host=host, port=port, options=opts)
