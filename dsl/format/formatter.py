@@ -22,12 +22,22 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
+from mockllm.dsl.diagnostics import Diagnostic
 from mockllm.dsl.format.comments import Comment, SourceLayout, scan
 from mockllm.dsl.parse.transformer import json_text, long_string_value
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree import nodes as n
 
-__all__ = ["canonical_elements", "format_file", "format_reply", "format_reply_element", "format_step", "string_literal"]
+__all__ = [
+    "Reformatted",
+    "canonical_elements",
+    "format_file",
+    "format_reply",
+    "format_reply_element",
+    "format_step",
+    "reformat",
+    "string_literal",
+]
 
 INDENT = "    "
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
@@ -324,6 +334,35 @@ def format_file(f: n.ScriptFile, source: str | None = None) -> str:
         text = p.text()
         return text + "\n" if text else ""
     return "".join(line + "\n" for line in _with_comments(p.out, layout))
+
+
+@attrs.frozen
+class Reformatted:
+    """What ``fmt`` makes of one file's text: the canonical text, or why it leaves the text alone
+    (``errors``: the syntax errors that stop it; ``unsafe``: the canonical layout would change the
+    script's meaning or lose a comment -- a formatter bug)."""
+
+    text: str | None
+    errors: tuple[Diagnostic, ...] = ()
+    unsafe: bool = False
+
+
+def reformat(text: str, file: str) -> Reformatted:
+    """``text`` in canonical layout, checked to parse back to the same tree with the same comments.
+    The one path both ``mockllm fmt`` and the language server's formatting take."""
+    from mockllm.dsl.diagnostics import has_errors
+    from mockllm.dsl.format.comments import comment_fragments
+    from mockllm.dsl.parse.parser import parse_text
+
+    tree, diagnostics = parse_text(text, file)
+    if tree is None or has_errors(diagnostics):
+        return Reformatted(None, tuple(d for d in diagnostics if d.is_error))
+    new = format_file(tree, text)
+    if new != text:
+        again, _ = parse_text(new, tree.path)
+        if again != tree or comment_fragments(new) != comment_fragments(text):
+            return Reformatted(None, unsafe=True)
+    return Reformatted(new)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The ``mockllm`` command: check, fmt, graph, convert, serve, explain.
+"""The ``mockllm`` command: check, fmt, graph, convert, serve, explain, lsp.
 
 Every command returns an exit code: 0 success, 1 the user's files or request have problems (reported
 as diagnostics), 2 bad usage or an internal error. Without ``--debug`` no traceback ever reaches the
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mockllm.errors import FileError, MockllmError, UsageError
 
 if TYPE_CHECKING:
-    from mockllm.dsl.diagnostics import Diagnostic
     from mockllm.dsl.tree.nodes import ScriptFile
 
 __all__ = ["build_parser", "main"]
@@ -105,47 +104,37 @@ def _mockllm_files(paths: Sequence[str]) -> list[Path]:
     return found
 
 
-def _parse_file(path: Path) -> tuple[str, ScriptFile | None, list[Diagnostic]]:
-    from mockllm.dsl.parse.loader import display_name
-    from mockllm.dsl.parse.parser import parse_text
-
-    text = _read(path)
-    tree, diagnostics = parse_text(text, display_name(path))
-    return text, tree, diagnostics
-
-
 def _cmd_fmt(args: argparse.Namespace) -> int:
-    from mockllm.dsl.diagnostics import has_errors, render
-    from mockllm.dsl.format.comments import comment_fragments
-    from mockllm.dsl.format.formatter import format_file
-    from mockllm.dsl.parse.parser import parse_text
+    from mockllm.dsl.diagnostics import render
+    from mockllm.dsl.format.formatter import reformat
+    from mockllm.dsl.parse.loader import display_name
 
     files = _mockllm_files(args.paths)
     changed: list[Path] = []
     refused: list[Path] = []
     for path in files:
         try:
-            text, tree, diagnostics = _parse_file(path)
+            text = _read(path)
         except FileError as exc:
             _err(f"{PROG}: {exc}")
             refused.append(path)
             continue
         name = str(path)
-        if tree is None or has_errors(diagnostics):
-            _err(render([d for d in diagnostics if d.is_error], {d.span.file: text for d in diagnostics}))
+        result = reformat(text, display_name(path))
+        if result.errors:
+            _err(render(result.errors, {d.span.file: text for d in result.errors}))
             _err(f"mockllm: not formatting {name}: it has syntax errors (fix them first; `mockllm check {name}`)\n")
             refused.append(path)
             continue
-        new = format_file(tree, text)
-        if new == text:
-            continue
-        again, _ = parse_text(new, tree.path)
-        if again != tree or comment_fragments(new) != comment_fragments(text):
+        if result.unsafe or result.text is None:
             _err(
                 f"mockllm: not formatting {name}: the canonical layout would change its meaning or lose a comment"
                 " (a formatter bug; please report it)"
             )
             refused.append(path)
+            continue
+        new = result.text
+        if new == text:
             continue
         changed.append(path)
         if args.check:
@@ -268,6 +257,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.hang_limit is None:
         args.hang_limit = DEFAULT_HANG_LIMIT_S
     return _delegate("mockllm.server.runner", "serve_command")(args)
+
+
+def _cmd_lsp(args: argparse.Namespace) -> int:
+    try:
+        import pygls  # noqa: F401
+    except ModuleNotFoundError:
+        raise MockllmError("the language server needs pygls: pip install 'mockllm[lsp]'") from None
+    from mockllm.lsp.server import serve_stdio
+
+    return serve_stdio()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -456,6 +455,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--endpoint", metavar="PATH", help="the request path, e.g. /v1/chat/completions")
     p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
     p.set_defaults(func=_delegate("mockllm.explain", "explain_command"))
+
+    p = sub.add_parser(
+        "lsp",
+        parents=[debug],
+        help="run the language server for editors (stdio)",
+        description="Speak the Language Server Protocol on stdin/stdout: diagnostics, completion, hover, "
+        "go to definition, symbols and formatting for .mockllm files. Needs the `lsp` extra.",
+    )
+    p.set_defaults(func=_cmd_lsp)
     return parser
 
 
