@@ -175,17 +175,16 @@ class Client:
                     stream.close()
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / "errors.mockllm").write_text(LIB, encoding="utf-8")
-    return tmp_path
+@pytest.fixture(scope="module")
+def server_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("lsp")
 
 
-@pytest.fixture
-def client(project: Path) -> Iterator[Client]:
-    c = Client(project)
-    result = c.request("initialize", {"processId": os.getpid(), "rootUri": project.as_uri(), "capabilities": {}})
+@pytest.fixture(scope="module")
+def client(server_root: Path) -> Iterator[Client]:
+    """One server for the module (starting one is the slow part); each test works in its own folder."""
+    c = Client(server_root)
+    result = c.request("initialize", {"processId": os.getpid(), "rootUri": server_root.as_uri(), "capabilities": {}})
     caps = result["capabilities"]
     for feature in ("completionProvider", "hoverProvider", "definitionProvider", "documentSymbolProvider"):
         assert caps.get(feature), feature
@@ -193,6 +192,14 @@ def client(project: Path) -> Iterator[Client]:
     c.notify("initialized", {})
     yield c
     c.close()
+
+
+@pytest.fixture
+def project(server_root: Path, request: pytest.FixtureRequest) -> Path:
+    folder = server_root / request.node.name
+    (folder / "lib").mkdir(parents=True)
+    (folder / "lib" / "errors.mockllm").write_text(LIB, encoding="utf-8")
+    return folder
 
 
 def where(text: str, needle: str, nth: int = 0) -> dict[str, int]:
@@ -209,8 +216,10 @@ def doc(uri: str, pos: dict[str, int]) -> dict[str, Any]:
 
 
 def check_json(project: Path, name: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    """`mockllm check --format json` run where the server runs (file names in messages are the same)."""
     old = os.getcwd()
-    os.chdir(project)
+    os.chdir(project.parent)
+    name = f"{project.name}/{name}"
     try:
         main(["check", "--format", "json", name])
     finally:
