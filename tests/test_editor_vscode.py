@@ -15,8 +15,8 @@ import pytest
 import regex
 
 from mockllm.cli import build_parser
-from mockllm.dsl import reference
-from mockllm.dsl.parser import _keywords
+from mockllm.dsl.parse.parser import _keywords
+from mockllm.dsl.tree import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 VSCODE = ROOT / "editors" / "vscode"
