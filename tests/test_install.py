@@ -15,6 +15,9 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 DEV_ONLY = {"mypy", "ruff", "mkdocs-material", "pytest-cov", "hypothesis", "pytest", "openai"}
+#: Modules that are plugins of an optional tool, loaded only by it: pytest's plugin, the language server
+#: (`mockllm lsp`, the `lsp` extra's pygls) and the Pygments lexer (loaded by Pygments).
+OPTIONAL = ("mockllm.pytest_plugin", "mockllm.lsp.server", "mockllm.highlight")
 
 
 def _norm(name: str) -> str:
@@ -81,9 +84,10 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError(f"{{name}} is not a runtime dependency")
         return None
 sys.meta_path.insert(0, Block())
+OPTIONAL = {OPTIONAL!r}
 import mockllm
 for info in pkgutil.walk_packages(mockllm.__path__, "mockllm."):
-    if info.name != "mockllm.pytest_plugin":
+    if info.name not in OPTIONAL:
         importlib.import_module(info.name)
 for sub in ("dsl", "runtime", "server", "grammar"):
     pkg = importlib.import_module("mockllm." + sub)
