@@ -9,6 +9,8 @@ import attrs
 
 Provider = Literal["openai", "anthropic", "gemini", "ollama", "responses"]
 Role = Literal["system", "user", "assistant", "tool"]
+#: What a request asks for, whatever the provider's path: the `endpoint is "embeddings"` names.
+Operation = Literal["chat", "embeddings", "moderations"]
 
 
 @attrs.frozen
@@ -74,6 +76,10 @@ class ChatRequest:
     body: Any = None  # the raw JSON body, for `field "a.b"` conditions
     include_usage: bool = False  # OpenAI stream_options.include_usage
     previous_response_id: str | None = None  # Responses API
+    # embedding and moderation requests (no messages): the texts, and an embedding's own dimension
+    operation: Operation = "chat"
+    inputs: tuple[str, ...] = ()
+    dimensions: int | None = None
 
     # ---- derived views used by conditions, the engine and the echo responder ----
 

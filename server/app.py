@@ -25,12 +25,13 @@ from mockllm.errors import MockllmError
 from mockllm.runtime.engine.engine import journal_status
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import LowerCaseHeaders
+from mockllm.runtime.providers.inputs import InputsAdapter, route_functions
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 from mockllm.server.admin import ADMIN_PREFIX, admin_mount
 from mockllm.server.body_deadline import BodyDeadline, BodyTimeout
 from mockllm.server.options import ServerOptions
 from mockllm.server.responder import Delivery, deliver, header_bytes, send_whole
-from mockllm.server.routes import GEMINI_METHODS, ROUTES, RouteSpec, adapter_for, provider_for
+from mockllm.server.routes import GEMINI_EMBED_METHODS, GEMINI_METHODS, ROUTES, RouteSpec, adapter_for, provider_for
 from mockllm.server.routes import split_model_path as _split
 from mockllm.server.shutdown import Shutdown
 from mockllm.server.streaming import DRAIN_CAP, Channel
@@ -255,9 +256,14 @@ class ProviderEndpoint:
                 return
             channel.body_done = True
             http = HttpRequest(method, path, _query(scope), headers, body, path_params)
-            gemini_generate = path_params.get("method") in ("generateContent", "streamGenerateContent")
+            gmethod_name = path_params.get("method")
+            gemini_generate = gmethod_name in ("generateContent", "streamGenerateContent")
             if handler == "chat" or gemini_generate:
                 await self._chat(http, adapter, channel, track, arrived)
+            elif handler == "inputs" or gmethod_name in GEMINI_EMBED_METHODS:
+                route = self.spec.inputs or f"gemini.{gmethod_name}"
+                inputs = InputsAdapter(adapter, *route_functions(route))
+                await self._chat(http, inputs, channel, track, arrived)
             else:
                 await self._other(http, provider, adapter, channel)
         except ClientGone:
@@ -465,7 +471,7 @@ def create_app(
     app.fast_routes = {
         spec.path: endpoint
         for spec, endpoint in endpoints
-        if spec.handler == "chat" and spec.methods == ("POST",) and "{" not in spec.path
+        if spec.handler in ("chat", "inputs") and spec.methods == ("POST",) and "{" not in spec.path
     }
     app.state.mockllm = state
     return app

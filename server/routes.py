@@ -13,9 +13,10 @@ import attrs
 from mockllm.runtime.providers.base import Adapter
 from mockllm.runtime.request import Provider
 
-Handler = Literal["chat", "count_tokens", "models", "model_path", "tags", "version", "root"]
+Handler = Literal["chat", "inputs", "count_tokens", "models", "model_path", "tags", "version", "root"]
 
-GEMINI_METHODS = ("generateContent", "streamGenerateContent", "countTokens")
+GEMINI_EMBED_METHODS = ("embedContent", "batchEmbedContents")
+GEMINI_METHODS = ("generateContent", "streamGenerateContent", "countTokens", *GEMINI_EMBED_METHODS)
 
 
 @attrs.frozen
@@ -24,6 +25,7 @@ class RouteSpec:
     methods: tuple[str, ...]
     handler: Handler
     provider: Provider | None  # None: decided per request (model listings)
+    inputs: str | None = None  # for embedding and moderation routes: runtime/providers/inputs.py's route name
 
 
 ROUTES: tuple[RouteSpec, ...] = (
@@ -31,12 +33,16 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("/v1/responses", ("POST",), "chat", "responses"),
     RouteSpec("/v1/messages", ("POST",), "chat", "anthropic"),
     RouteSpec("/v1/messages/count_tokens", ("POST",), "count_tokens", "anthropic"),
+    RouteSpec("/v1/embeddings", ("POST",), "inputs", "openai", "openai.embeddings"),
+    RouteSpec("/v1/moderations", ("POST",), "inputs", "openai", "openai.moderations"),
     RouteSpec("/v1/models", ("GET",), "models", None),
     # Starlette cannot route a ':' inside a segment: Gemini's `{model}:{method}` is split by hand.
     RouteSpec("/v1/models/{rest:path}", ("GET", "POST"), "model_path", None),
     RouteSpec("/v1beta/models", ("GET",), "models", "gemini"),
     RouteSpec("/v1beta/models/{rest:path}", ("GET", "POST"), "model_path", "gemini"),
     RouteSpec("/api/chat", ("POST",), "chat", "ollama"),
+    RouteSpec("/api/embed", ("POST",), "inputs", "ollama", "ollama.embed"),
+    RouteSpec("/api/embeddings", ("POST",), "inputs", "ollama", "ollama.embeddings"),
     RouteSpec("/api/tags", ("GET",), "tags", "ollama"),
     RouteSpec("/api/version", ("GET",), "version", "ollama"),
     RouteSpec("/", ("GET",), "root", "ollama"),

@@ -206,8 +206,8 @@ def test_wrong_types_are_a_4xx_in_the_providers_shape(echo: BackgroundServer, pr
         ("POST", "/v1/messages/batches", "anthropic"),
         ("POST", "/api/generate", "ollama"),
         ("POST", "/v1beta/cachedContents", "gemini"),
-        ("POST", "/v1beta/models/gemini-2.5-flash:embedContent", "gemini"),
-        ("POST", "/v1/models/gemini-2.5-flash:embedContent", "gemini"),
+        ("POST", "/v1beta/models/gemini-2.5-flash:predictLongRunning", "gemini"),
+        ("POST", "/v1/models/gemini-2.5-flash:predictLongRunning", "gemini"),
     ],
 )
 def test_unknown_routes_are_a_404_in_the_shape_the_path_suggests(

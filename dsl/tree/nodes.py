@@ -84,6 +84,7 @@ SubjectKind = Literal[
     "header",  # arg: header name
     "field",  # arg: dotted path
     "turn",
+    "input",  # the texts of an embedding or moderation request
 ]
 
 PredicateOp = Literal[
@@ -270,6 +271,51 @@ class InterleaveCalls:
     span: Span = _span()
 
 
+@attrs.frozen
+class Vector:
+    """``vector [0.12, -0.5, …]``: the embedding answered for one input of an embedding request; several
+    lines answer the inputs in order (inputs beyond them get the default embedder's vector)."""
+
+    values: tuple[float, ...]
+    span: Span = _span()
+
+
+@attrs.frozen
+class VectorsFrom:
+    """``vectors from "vectors.json"``: vectors for the inputs in order, from a JSON file holding an array
+    of vectors (a path relative to the script). The loader reads it; the compiler turns it into
+    :class:`Vector` elements."""
+
+    path: str
+    span: Span = _span()
+
+
+#: The categories a `flag` line may name: OpenAI's moderation categories (omni-moderation).
+MODERATION_CATEGORIES: tuple[str, ...] = (
+    "harassment",
+    "harassment/threatening",
+    "hate",
+    "hate/threatening",
+    "illicit",
+    "illicit/violent",
+    "self-harm",
+    "self-harm/intent",
+    "self-harm/instructions",
+    "sexual",
+    "sexual/minors",
+    "violence",
+    "violence/graphic",
+)
+
+
+@attrs.frozen
+class Flag:
+    """``flag "violence", "hate"``: a moderation answer that flags these categories for every input."""
+
+    categories: tuple[str, ...]
+    span: Span = _span()
+
+
 ReplyElement: TypeAlias = (
     Text
     | ToolCall
@@ -291,6 +337,9 @@ ReplyElement: TypeAlias = (
     | Hang
     | Echo
     | InterleaveCalls
+    | Vector
+    | VectorsFrom
+    | Flag
 )
 
 REPLY_ELEMENT_TYPES: tuple[type, ...] = (
@@ -314,6 +363,9 @@ REPLY_ELEMENT_TYPES: tuple[type, ...] = (
     Hang,
     Echo,
     InterleaveCalls,
+    Vector,
+    VectorsFrom,
+    Flag,
 )
 
 #: Elements a ``defaults:`` block may hold (besides the fallback).

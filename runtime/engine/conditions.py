@@ -36,6 +36,7 @@ ABSENT: Final = _Absent()
 _NEGATED = {"is_not": "is", "not_contains": "contains", "not_matches": "matches", "exclude": "include"}
 _FLAG_BITS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 _SEEN_LIMIT = 200
+_EACH = frozenset({"any_message", "input"})  # list subjects a predicate holds for when it holds for one item
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -140,7 +141,22 @@ def subject_value(subject: Subject, chat: ChatRequest) -> Any:
         return _walk(chat.body, subject.arg or "")
     if kind == "turn":
         return chat.turn()
+    if kind == "input":
+        return list(chat.inputs)
     return ABSENT
+
+
+def names_operation(value: Any) -> bool:
+    """Whether an `endpoint` operand names an operation (``"embeddings"``) rather than a path."""
+    return isinstance(value, str) and not value.startswith("/")
+
+
+def _subject_of(cond: Condition, chat: ChatRequest) -> Any:
+    """What ``cond`` reads: its subject's value, except that `endpoint` compared with an operation name
+    reads the request's operation (``chat``, ``embeddings``, ``moderations``) instead of its path."""
+    if cond.subject.kind == "endpoint" and names_operation(cond.predicate.value):
+        return chat.operation
+    return subject_value(cond.subject, chat)
 
 
 def subject_text(subject: Subject, chat: ChatRequest) -> list[str]:
@@ -148,6 +164,8 @@ def subject_text(subject: Subject, chat: ChatRequest) -> list[str]:
     v = subject_value(subject, chat)
     if subject.kind == "any_message":
         return list(reversed(v))
+    if subject.kind == "input":
+        return list(v)
     if v is ABSENT:
         return []
     if isinstance(v, ToolResult):
@@ -309,7 +327,7 @@ def _holds(op: str, v: Any, operand: Any, ignore_case: bool) -> bool:
 
 def _check(cond: Condition, v: Any) -> bool:
     op = cond.predicate.op
-    if cond.subject.kind == "any_message":
+    if cond.subject.kind in _EACH:
         if op == "present":
             return bool(v)
         if op == "absent":
@@ -320,13 +338,13 @@ def _check(cond: Condition, v: Any) -> bool:
 
 def holds(cond: Condition, chat: ChatRequest) -> bool:
     """Whether ``cond`` holds for ``chat`` (the matching hot path: nothing rendered)."""
-    return _check(cond, subject_value(cond.subject, chat))
+    return _check(cond, _subject_of(cond, chat))
 
 
 def evaluate(cond: Condition, chat: ChatRequest) -> tuple[bool, str]:
     """Whether ``cond`` holds for ``chat``, and the value seen, rendered for people."""
-    v = subject_value(cond.subject, chat)
-    if cond.subject.kind == "any_message" and not v:
+    v = _subject_of(cond, chat)
+    if cond.subject.kind in _EACH and not v:
         return _check(cond, v), "absent"
     return _check(cond, v), show(v)
 
@@ -350,7 +368,7 @@ def capture(cap: Capture, chat: ChatRequest) -> str | None:
 def capture_seen(cap: Capture, chat: ChatRequest) -> str:
     """The value a failed capture searched, rendered for people."""
     v = subject_value(cap.subject, chat)
-    if cap.subject.kind == "any_message" and not v:
+    if cap.subject.kind in _EACH and not v:
         return "absent"
     return show(v)
 

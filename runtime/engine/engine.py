@@ -34,6 +34,7 @@ from mockllm.runtime.engine.conversations import (
 from mockllm.runtime.engine.journal import Journal, JournalEntry
 from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
+from mockllm.runtime.reply.inputs import default_plan, plan_inputs
 from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
 from mockllm.runtime.request import ChatRequest, Message, ToolCall, resolve_tool_names
@@ -47,6 +48,7 @@ _GRAM = 3
 _INDEXED_SUBJECTS = frozenset(
     {"provider", "endpoint", "model", "last_user_message", "last_message", "system_prompt", "header"}
 )
+_INPUT_SUBJECTS = frozenset({"endpoint", "input"})
 _SubjectKey = tuple[Subject, bool]  # the subject, ignoring case
 _StepRef = tuple[int, int]  # machine index, step index
 
@@ -80,6 +82,8 @@ class _StepIndex:
                     value = cond.predicate.value
                     if key is None or not isinstance(value, str):
                         continue
+                    if cond.subject.kind == "endpoint" and not value.startswith("/"):
+                        continue  # an operation name ("embeddings"), not a path: not indexed
                     folded = value.casefold() if cond.ignore_case else value
                     if cond.predicate.op == "is":
                         opts.append(("eq", key, folded))
@@ -140,7 +144,16 @@ class _StepIndex:
 class _Loaded:
     """A library with what the engine precomputes for it; replaced as a whole on load."""
 
-    __slots__ = ("by_predecessor", "generations", "index", "initial", "library", "locations", "templated")
+    __slots__ = (
+        "by_predecessor",
+        "generations",
+        "index",
+        "initial",
+        "input_steps",
+        "library",
+        "locations",
+        "templated",
+    )
 
     def __init__(self, library: CompiledLibrary, generations: tuple[int, ...]) -> None:
         self.library = library
@@ -164,6 +177,14 @@ class _Loaded:
             for m in library.machines
         )
         self.index = _StepIndex(library.machines) if library.step_count() >= _INDEX_MIN_STEPS else None
+        # the steps an embedding or moderation request may match: those whose conditions name its
+        # `endpoint` or `input` (so a chat scenario's steps are never used up by an embedding call)
+        self.input_steps = frozenset(
+            (mi, s.index)
+            for mi, m in enumerate(library.machines)
+            for s in m.steps
+            if any(c.subject.kind in _INPUT_SUBJECTS for c in s.conditions)
+        )
 
     def eligible(self, mi: int, state: MachineState) -> tuple[int, ...]:
         """Same answer as :meth:`Machine.eligible`, without scanning every step of a long machine."""
@@ -236,6 +257,21 @@ def _where(where: str | tuple[Machine, CompiledStep]) -> str:
         return where
     machine, step = where
     return f'scenario "{machine.name}", step `{step.name}` ({_location(step.span)})'
+
+
+def _expectation_failure(
+    chat: ChatRequest, machine: Machine, step: CompiledStep, captures: Mapping[str, str]
+) -> tuple[Plan, str, None] | None:
+    """The 400 plan and the failure text of the first of the step's expectations that fails, if any
+    (templates in them bound to the scenario's lets and the captures)."""
+    for cond in step.expects:
+        cond, _missing = bind(cond, {**{let.name: let.value for let in machine.lets}, **captures})
+        ok, seen = evaluate(cond, chat)
+        if not ok:
+            failure = f"{describe.condition(cond)} — seen {seen} — in {_where((machine, step))}"
+            message = f"{EXPECTATION_PREFIX}: {failure}"
+            return Plan(model=chat.model, error_status=400, error_message=message), failure, None
+    return None
 
 
 def _call_offset(chat: ChatRequest) -> int:
@@ -328,6 +364,8 @@ class Engine:
         no-match. Call with ``conv.lock`` held."""
         if loaded is None:
             return _Selection(echo=True)
+        chat_only = chat.operation == "chat"
+        input_steps = loaded.input_steps
         machines = loaded.library.machines
         index = loaded.index
         if index is None:
@@ -350,6 +388,8 @@ class Engine:
                     steps = [i for i in loaded.eligible(mi, state) if i in allowed]
             templated = loaded.templated[mi]
             for idx in steps:
+                if not chat_only and (mi, idx) not in input_steps:
+                    continue
                 step = machine.steps[idx]
                 conditions = step.conditions
                 if templated and idx in templated:
@@ -374,6 +414,8 @@ class Engine:
                         if commit:
                             conv.set_state(machine.name, state.advance(idx, step.max_uses, captures))
                         return _Selection(machine, mi, step, captures)
+        if not chat_only:
+            return _Selection(echo=True)  # an embedding no step answers: the default embedder's
         if not report:
             return _Selection()
         views = []
@@ -401,18 +443,16 @@ class Engine:
         self, loaded: _Loaded | None, chat: ChatRequest, sel: _Selection, key: str
     ) -> tuple[Plan | None, str | None, str | None]:
         """The plan for a selection, the expectation failure if any, and a note for the journal."""
+        if chat.operation != "chat":
+            return self._decide_inputs(chat, sel, key)
         if sel.echo:
             plan, note = self._plan(ECHO_BLOCK, chat, _env(ECHO_BLOCK, chat, None, {}), "the echo responder", key)
             return plan, None, note
         if sel.step is not None and sel.machine is not None:
             step, machine = sel.step, sel.machine
-            for cond in step.expects:
-                cond, _missing = bind(cond, {**{let.name: let.value for let in machine.lets}, **sel.captures})
-                ok, seen = evaluate(cond, chat)
-                if not ok:
-                    failure = f"{describe.condition(cond)} — seen {seen} — in {_where((machine, step))}"
-                    message = f"{EXPECTATION_PREFIX}: {failure}"
-                    return Plan(model=chat.model, error_status=400, error_message=message), failure, None
+            failed = _expectation_failure(chat, machine, step, sel.captures)
+            if failed is not None:
+                return failed
             env = _env(step.reply, chat, machine, sel.captures)
             plan, note = self._plan(step.reply, chat, env, (machine, step), key)
             return plan, None, note
@@ -421,6 +461,21 @@ class Engine:
             plan, note = self._plan(fallback, chat, _env(fallback, chat, None, {}), "the fallback", key)
             return plan, None, note
         return None, None, None
+
+    def _decide_inputs(
+        self, chat: ChatRequest, sel: _Selection, key: str
+    ) -> tuple[Plan | None, str | None, str | None]:
+        """:meth:`_decide` for an embedding or moderation request: a matched step's reply with its
+        vectors or flags; anything else, the default embedder (never the fallback, which answers chat)."""
+        step, machine = sel.step, sel.machine
+        if step is None or machine is None:
+            return default_plan(chat), None, None
+        failed = _expectation_failure(chat, machine, step, sel.captures)
+        if failed is not None:
+            return failed
+        env = _env(step.reply, chat, machine, sel.captures)
+        plan, note = self._plan(step.reply, chat, env, (machine, step), key)
+        return plan_inputs(plan, step.reply, chat), None, note
 
     def handle(self, chat: ChatRequest) -> Outcome:
         """Select the step for ``chat``, advance its conversation, plan the reply, journal it."""
@@ -438,7 +493,7 @@ class Engine:
             with conv.lock:
                 sel = self._select(loaded, conv, chat, commit=True, report=want_report)
             plan, failure, note = self._decide(loaded, chat, sel, key)
-        fallback = loaded is not None and sel.step is None and missing is None and plan is not None
+        fallback = loaded is not None and sel.step is None and not sel.echo and missing is None and plan is not None
         machine, step = sel.machine, sel.step
         used: tuple[str, int, int] | None = None
         location: str | None = None
@@ -513,7 +568,7 @@ class Engine:
             scenario=sel.machine.name if sel.machine is not None else None,
             step=sel.step.name if sel.step is not None else None,
             step_span=sel.step.span if sel.step is not None else NO_SPAN,
-            fallback=loaded is not None and sel.step is None and plan is not None,
+            fallback=loaded is not None and sel.step is None and not sel.echo and plan is not None,
             no_match=sel.report,
             expectation_failed=failure,
         )

@@ -4,6 +4,7 @@ provider-specific."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import attrs
@@ -59,6 +60,10 @@ class Plan:
     # fragments round-robin (call 0's first, call 1's first, …, call 0's second, …), not call by call
     interleave_calls: bool = False
     headers: tuple[tuple[str, str], ...] = ()  # extra response headers (header, echo header, retry after)
+    # embedding and moderation answers (runtime/embed_plan.py): one vector per input, in order; the
+    # moderation categories flagged for every input
+    vectors: tuple[Sequence[float], ...] = ()
+    flags: tuple[str, ...] = ()
 
     @property
     def is_error(self) -> bool:

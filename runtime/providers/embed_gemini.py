@@ -1,0 +1,125 @@
+"""Gemini ``models/{model}:embedContent`` and ``:batchEmbedContents`` (under ``/v1beta`` and ``/v1``):
+parsing with Gemini's limits and error shape, rendering ``{"embedding": {"values": …}}`` and
+``{"embeddings": [{"values": …}, …]}``. The google-genai SDK sends every ``embed_content`` call to
+``batchEmbedContents``, at most 100 requests in one batch. ``outputDimensionality`` (on a request or
+in its ``embedContentConfig``) sets the dimension; in a batch, the first request's applies to all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockllm.runtime.embed.models import DIMENSIONS
+from mockllm.runtime.providers import common
+from mockllm.runtime.providers.base import RenderContext, Rendered
+from mockllm.runtime.providers.gemini import _bad, _get, _list, _load_body, _obj, _opt_str, _target
+from mockllm.runtime.providers.inputs import Parse, Render
+from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.request import ChatRequest, HttpRequest
+
+MAX_BATCH = 100  # Gemini's documented limit on batchEmbedContents
+_JSON = "application/json"
+
+
+def _content_text(request: dict[str, Any], where: str) -> str:
+    content = _get(request, "content")
+    if content is None:
+        raise _bad(f"* {where}.content: content is not specified")
+    parts = _list(_get(_obj(content, f"{where}.content"), "parts"), f"{where}.content.parts")
+    texts: list[str] = []
+    for j, part in enumerate(parts):
+        text = _opt_str(_obj(part, f"{where}.content.parts[{j}]"), "text", f"{where}.content.parts[{j}]")
+        if text is not None:
+            texts.append(text)
+    text = "\n".join(texts)
+    if not text.strip():
+        raise _bad(f"* {where}.content: the content has no text to embed")
+    return text
+
+
+def _dimensions(request: dict[str, Any], where: str, model: str) -> int | None:
+    config = _get(request, "embedContentConfig")
+    value = _get(request, "outputDimensionality")
+    if value is None and isinstance(config, dict):
+        value = _get(config, "outputDimensionality")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(f"Invalid value at '{where}.output_dimensionality' (TYPE_INT32), {common.describe(value)}")
+    native = DIMENSIONS.get(model)
+    if value < 1 or (native is not None and value > native):
+        top = native if native is not None else "the model's dimension"
+        raise _bad(f"* {where}.output_dimensionality: must be between 1 and {top}, got {value}")
+    return value
+
+
+def _check_model(request: dict[str, Any], where: str, model: str) -> None:
+    named = _opt_str(request, "model", where)
+    if named is not None and named.removeprefix("models/") != model:
+        raise _bad(f"* {where}.model: '{named}' does not match the model in the URL, 'models/{model}'")
+
+
+def _request(
+    http: HttpRequest, model: str, texts: tuple[str, ...], dims: int | None, body: dict[str, Any]
+) -> ChatRequest:
+    return ChatRequest(
+        provider="gemini",
+        endpoint=http.path,
+        model=model,
+        stream=False,
+        messages=(),
+        headers=dict(http.headers),
+        body=body,
+        operation="embeddings",
+        inputs=texts,
+        dimensions=dims,
+    )
+
+
+def parse_embed(http: HttpRequest) -> ChatRequest:
+    model = _target(http).model
+    data = _load_body(http.body)
+    where = "EmbedContentRequest"
+    _check_model(data, where, model)
+    return _request(http, model, (_content_text(data, where),), _dimensions(data, where, model), data)
+
+
+def parse_batch(http: HttpRequest) -> ChatRequest:
+    model = _target(http).model
+    data = _load_body(http.body)
+    requests = _get(data, "requests")
+    if requests is None or requests == []:
+        raise _bad("* BatchEmbedContentsRequest.requests: requests is not specified")
+    requests = _list(requests, "requests")
+    if len(requests) > MAX_BATCH:
+        raise _bad(f"* BatchEmbedContentsRequest.requests: at most {MAX_BATCH} requests can be in one batch")
+    texts: list[str] = []
+    dims: int | None = None
+    for i, raw in enumerate(requests):
+        where = f"BatchEmbedContentsRequest.requests[{i}]"
+        request = _obj(raw, where)
+        _check_model(request, where, model)
+        texts.append(_content_text(request, where))
+        found = _dimensions(request, where, model)
+        dims = found if dims is None else dims
+    return _request(http, model, tuple(texts), dims, data)
+
+
+def _usage(plan: Plan) -> dict[str, int]:
+    return {"promptTokenCount": plan.input_tokens, "totalTokenCount": plan.input_tokens}
+
+
+def render_embed(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    values = list(plan.vectors[0]) if plan.vectors else []
+    payload = {"embedding": {"values": values}, "usageMetadata": _usage(plan)}
+    return Rendered(200, _JSON, body=common.json_bytes(payload))
+
+
+def render_batch(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    payload = {"embeddings": [{"values": list(v)} for v in plan.vectors], "usageMetadata": _usage(plan)}
+    return Rendered(200, _JSON, body=common.json_bytes(payload))
+
+
+ROUTES: dict[str, tuple[Parse, Render]] = {
+    "gemini.embedContent": (parse_embed, render_embed),
+    "gemini.batchEmbedContents": (parse_batch, render_batch),
+}

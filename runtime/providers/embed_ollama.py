@@ -1,0 +1,105 @@
+"""Ollama ``POST /api/embed`` (``input``: a string or a list of strings; ``{"embeddings": [[…], …]}``)
+and the older ``POST /api/embeddings`` (``prompt``; ``{"embedding": […]}``), with Ollama's error
+shape ``{"error": "…"}``. As Ollama does, an empty input embeds nothing: ``/api/embed`` answers an
+empty list and ``/api/embeddings`` an empty vector. Ollama documents no batch limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockllm.runtime.providers import common
+from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.inputs import Parse, Render
+from mockllm.runtime.providers.ollama import _load_body, _wrong_type
+from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.request import ChatRequest, HttpRequest
+
+_JSON = "application/json"
+_NANOS_PER_TOKEN = 50_000  # a plausible total_duration: 50 µs per prompt token
+
+
+def _model(data: dict[str, Any]) -> str:
+    model = data.get("model")
+    if model is None or model == "":
+        raise ProviderError(400, "model is required")
+    if not isinstance(model, str):
+        raise _wrong_type("model", "a string", model)
+    return model
+
+
+def _request(http: HttpRequest, data: dict[str, Any], texts: tuple[str, ...], dims: int | None) -> ChatRequest:
+    return ChatRequest(
+        provider="ollama",
+        endpoint=http.path,
+        model=_model(data),
+        stream=False,
+        messages=(),
+        headers=dict(http.headers),
+        body=data,
+        operation="embeddings",
+        inputs=texts,
+        dimensions=dims,
+    )
+
+
+def _embed_inputs(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,) if value else ()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ProviderError(
+        400, f"invalid input type: input must be a string or a list of strings, got {common.kind(value)}"
+    )
+
+
+def _dimensions(data: dict[str, Any]) -> int | None:
+    value = data.get("dimensions")
+    if value is None or value == 0:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _wrong_type("dimensions", "an integer", value)
+    if value < 0:
+        raise ProviderError(400, f"invalid dimensions: must be a positive integer, got {value}")
+    return value
+
+
+def parse_embed(http: HttpRequest) -> ChatRequest:
+    data = _load_body(http.body)
+    return _request(http, data, _embed_inputs(data.get("input")), _dimensions(data))
+
+
+def parse_embeddings(http: HttpRequest) -> ChatRequest:
+    data = _load_body(http.body)
+    prompt = data.get("prompt")
+    if prompt is not None and not isinstance(prompt, str):
+        raise _wrong_type("prompt", "a string", prompt)
+    return _request(http, data, (prompt,) if prompt else (), None)
+
+
+def _timing(plan: Plan) -> dict[str, int]:
+    return {"total_duration": plan.input_tokens * _NANOS_PER_TOKEN, "load_duration": 0}
+
+
+def render_embed(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    payload = {
+        "model": plan.model,
+        "embeddings": [list(v) for v in plan.vectors],
+        **_timing(plan),
+        "prompt_eval_count": plan.input_tokens if chat.inputs else 0,
+    }
+    return Rendered(200, _JSON, body=common.json_bytes(payload))
+
+
+def render_embeddings(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    values = list(plan.vectors[0]) if plan.vectors else []
+    return Rendered(200, _JSON, body=common.json_bytes({"embedding": values}))
+
+
+ROUTES: dict[str, tuple[Parse, Render]] = {
+    "ollama.embed": (parse_embed, render_embed),
+    "ollama.embeddings": (parse_embeddings, render_embeddings),
+}
+
+__all__ = ["ROUTES"]

@@ -1,0 +1,66 @@
+"""Embedding and moderation routes as adapters: the provider's chat adapter answers auth and errors
+(so every error has that provider's shape), the route's own functions parse and render.
+
+Each provider module (``embed_openai``, ``embed_gemini``, ``embed_ollama``) offers one parse/render pair
+per route; :data:`ROUTES` names them. A provider added later (Azure, Mistral, Cohere, Bedrock, Vertex)
+adds its pair here and its path in ``server/routes.py``: the engine, the language, the default embedder
+and the journal need nothing new, because every pair produces the same provider-neutral request (the
+texts in ``inputs``, ``operation`` set) and renders the same plan (``vectors`` or ``flags``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
+from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
+
+Parse = Callable[[HttpRequest], ChatRequest]
+Render = Callable[[Plan, ChatRequest, RenderContext], Rendered]
+
+
+class InputsAdapter:
+    """An :class:`~mockllm.runtime.providers.base.Adapter` for one embedding or moderation route."""
+
+    __slots__ = ("base", "parse_body", "provider", "render_plan")
+
+    def __init__(self, base: Adapter, parse_body: Parse, render_plan: Render) -> None:
+        self.base = base
+        self.provider: Provider = base.provider
+        self.parse_body = parse_body
+        self.render_plan = render_plan
+
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        return self.base.check_auth(http)
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        return self.parse_body(http)
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        return None  # no history
+
+    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        return self.render_plan(plan, chat, ctx)
+
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
+    ) -> Rendered:
+        return self.base.render_error(status, message, ctx, code, param)
+
+    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
+        return self.base.stream_error_frame(message, ctx)
+
+
+def route_functions(route: str) -> tuple[Parse, Render]:
+    """The parse/render pair of an input route (``"openai.embeddings"``, ``"gemini.batchEmbedContents"`` …)."""
+    if route.startswith("openai."):
+        from mockllm.runtime.providers import embed_openai
+
+        return embed_openai.ROUTES[route]
+    if route.startswith("gemini."):
+        from mockllm.runtime.providers import embed_gemini
+
+        return embed_gemini.ROUTES[route]
+    from mockllm.runtime.providers import embed_ollama
+
+    return embed_ollama.ROUTES[route]
