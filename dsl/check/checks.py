@@ -19,6 +19,7 @@ import re
 import attrs
 
 from mockllm.dsl.check.common import Reporter
+from mockllm.dsl.check.inputs import check_reaches_inputs
 from mockllm.dsl.check.names import check_file_names, check_ref, check_replacements, check_scenario_names
 from mockllm.dsl.check.predicates import check_capture, check_condition
 from mockllm.dsl.check.reachability import check_reachable, predecessors
@@ -64,6 +65,7 @@ def _check_scenario(r: Reporter, sc: Scenario, file: str) -> None:
     preds = predecessors(r, sc, file)
     for step, scope in zip(sc.steps, step_scopes(sc, preds), strict=True):
         _check_step(r, step, file, scope)
+        _check_step_inputs(r, sc, step, file)
     if not sc.order_any:
         check_reachable(r, sc, preds, file)
 
@@ -101,6 +103,19 @@ def _check_step(r: Reporter, step: Step, file: str, scope: Scope) -> None:
         named = check_ref(r, step.reply, file, "reply like")
         if named is not None:
             named_templates(r, named, file, step.reply, attrs.evolve(scope, use_span=r.at(step.reply.span, file)))
+
+
+def _check_step_inputs(r: Reporter, sc: Scenario, step: Step, file: str) -> None:
+    if isinstance(step.reply, ReplyBlock):
+        elements: tuple[ReplyElement, ...] = step.reply.elements
+    elif isinstance(step.reply, ReplyRef):
+        named = r.library.named_reply(file, step.reply)
+        if named is None:
+            return
+        elements = named.elements
+    else:
+        return
+    check_reaches_inputs(r, elements, (*sc.conditions, *step.conditions), file)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -17,7 +17,9 @@ from mockllm.dsl.tree.describe import OP_WORDS, PROVIDERS
 from mockllm.dsl.tree.nodes import Capture, Condition, Regex, SubjectKind
 
 SUBJECT_KINDS = frozenset(get_args(SubjectKind))
-PRESENCE_SUBJECTS = frozenset({"header", "field", "tool_result", "last_user_message", "tools"})
+PRESENCE_SUBJECTS = frozenset({"header", "field", "tool_result", "last_user_message", "tools", "input"})
+#: What `endpoint` compares with when its value has no leading `/`: the operation, whatever the path.
+OPERATIONS = ("chat", "embeddings", "moderations", "count_tokens")
 STRING_OPS = ("is", "is_not", "contains", "not_contains", "matches", "not_matches", "glob")
 ROLES = ("user", "assistant", "system", "tool")
 REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
@@ -134,6 +136,13 @@ def _value_problem(kind: str, words: str, op: str, value: object) -> tuple[str, 
             return None
         if kind == "field":
             return None
+        if kind == "endpoint" and isinstance(value, str) and not value.startswith("/") and value not in OPERATIONS:
+            return (
+                f'`endpoint` is a path such as `"/v1/embeddings"` or an operation, and `{value}` is neither',
+                did_you_mean(value, OPERATIONS, '`"{}"`')
+                or f"operations are {word_list([describe.quote(o) for o in OPERATIONS], 'and')}; "
+                "a path starts with `/`",
+            )
         if not isinstance(value, str):
             return (
                 f"`{words}` is text, so compare it with a string, not {shown}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mockllm.dsl.check.common import Reporter, line_of
+from mockllm.dsl.check.inputs import check_input_elements
 from mockllm.dsl.diagnostics import Related
 from mockllm.dsl.tree.nodes import (
     Body,
@@ -15,6 +16,7 @@ from mockllm.dsl.tree.nodes import (
     EchoHeader,
     Error,
     Finish,
+    Flag,
     Hang,
     Header,
     InterleaveCalls,
@@ -29,6 +31,8 @@ from mockllm.dsl.tree.nodes import (
     Thinking,
     ToolCall,
     Usage,
+    Vector,
+    VectorsFrom,
 )
 
 ELEMENT_WORDS: dict[type, str] = {
@@ -52,6 +56,9 @@ ELEMENT_WORDS: dict[type, str] = {
     Hang: "hang",
     Echo: "echo",
     InterleaveCalls: "interleave calls",
+    Vector: "vector",
+    VectorsFrom: "vectors from",
+    Flag: "flag",
 }
 
 # What kind of answer an element makes; elements of different kinds cannot share a reply.
@@ -71,6 +78,9 @@ _KIND: dict[type, str] = {
     Body: "raw",
     Hang: "hang",
     Echo: "echo",
+    Vector: "vectors",
+    VectorsFrom: "vectors",
+    Flag: "flags",
 }
 _SINGLE = (
     Finish,
@@ -87,7 +97,11 @@ _SINGLE = (
     Disconnect,
     StreamError,
     InterleaveCalls,
+    VectorsFrom,
 )
+_LATER = "to fail first and answer later, use two steps"
+_RAW = "`status` and `body` send a raw response exactly as written"
+_TWO_STEPS = 'give each kind of request its own step (`when: endpoint is "embeddings"`, `"moderations"`, `"chat"`)'
 _KIND_HINTS = {
     frozenset(
         {"answer", "error"}
@@ -101,6 +115,15 @@ _KIND_HINTS = {
     frozenset({"answer", "echo"}): "`echo` writes the answer itself; remove one of the two lines",
     frozenset({"error", "echo"}): "`echo` writes the answer itself; remove one of the two lines",
     frozenset({"raw", "echo"}): "`echo` writes the answer itself; remove one of the two lines",
+    frozenset({"vectors", "answer"}): f"`vector` lines answer an embedding request, the others a chat; {_TWO_STEPS}",
+    frozenset({"flags", "answer"}): f"`flag` lines answer a moderation request, the others a chat; {_TWO_STEPS}",
+    frozenset({"vectors", "flags"}): f"vectors answer an embedding request, flags a moderation request; {_TWO_STEPS}",
+    frozenset({"vectors", "error"}): f"a reply is either an error or vectors; {_LATER}",
+    frozenset({"flags", "error"}): f"a reply is either an error or flags; {_LATER}",
+    frozenset({"vectors", "raw"}): f"{_RAW}; put the vectors in the `body`",
+    frozenset({"flags", "raw"}): f"{_RAW}; put the results in the `body`",
+    frozenset({"vectors", "echo"}): "`echo` answers an embedding with the default embedder's vectors; remove one line",
+    frozenset({"flags", "echo"}): "`echo` answers a moderation request with nothing flagged; remove one line",
 }
 _HANG_HINT = "`hang` never answers, so only `latency` may go with it"
 
@@ -135,6 +158,10 @@ def check_elements(r: Reporter, elements: Sequence[ReplyElement], file: str, blo
                     first_of_type[other_type],
                     "`chunks:` gives the text in pieces; remove the `text` lines or the `chunks:` block",
                 )
+        if conflict is None and isinstance(el, Vector | VectorsFrom):
+            other_type = VectorsFrom if isinstance(el, Vector) else Vector
+            if other_type in first_of_type:
+                conflict = (first_of_type[other_type], "give the vectors inline or from a file, not both")
         if conflict is None and isinstance(el, Disconnect | StreamError):
             other_type = StreamError if isinstance(el, Disconnect) else Disconnect
             if other_type in first_of_type:
@@ -166,6 +193,7 @@ def check_elements(r: Reporter, elements: Sequence[ReplyElement], file: str, blo
             hang = hang or el
         elif not isinstance(el, Latency) and non_latency is None:
             non_latency = el
+    check_input_elements(r, elements, file)
     interleave = first_of_type.get(InterleaveCalls)
     calls = sum(isinstance(el, ToolCall) for el in elements)
     if interleave is not None and id(interleave) not in conflicted and calls < 2 and block == "reply":

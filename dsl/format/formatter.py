@@ -120,6 +120,12 @@ def _element_text(e: n.ReplyElement, indent: str) -> str:
         return f"{indent}echo"
     if isinstance(e, n.InterleaveCalls):
         return f"{indent}interleave calls"
+    if isinstance(e, n.Vector):
+        return f"{indent}vector {json_text(list(e.values))}"
+    if isinstance(e, n.VectorsFrom):
+        return f"{indent}vectors from {describe.quote(e.path)}"
+    if isinstance(e, n.Flag):
+        return f"{indent}flag {', '.join(describe.quote(c) for c in e.categories)}"
     raise TypeError(f"not a reply element: {e!r}")
 
 

@@ -298,6 +298,9 @@ def _check(obj: Any) -> None:
     elif isinstance(obj, n.Chunks):
         if not obj.chunks:
             raise _Bad("a chunks element needs at least one chunk", "chunks")
+    elif isinstance(obj, n.Flag):
+        if not obj.categories:
+            raise _Bad("a flag element needs at least one category", "categories")
     elif isinstance(obj, n.Defaults):
         if not obj.elements and obj.fallback is None:
             raise _Bad('defaults need "elements" or a "fallback"')

@@ -29,6 +29,8 @@ from mockllm.dsl.tree.nodes import (
     ReplyElement,
     Scenario,
     ScriptFile,
+    Vector,
+    VectorsFrom,
 )
 
 
@@ -59,13 +61,27 @@ def apply_defaults(block: ReplyBlock, defaults: Defaults | None) -> ReplyBlock:
 
 
 def resolve_reply(library: Library, file: str, reply: Reply) -> ReplyBlock | None:
-    """A step's or fallback's reply as a block: ``reply like`` looked up through ``file``'s imports."""
+    """A step's or fallback's reply as a block: ``reply like`` looked up through ``file``'s imports,
+    ``vectors from`` replaced by the file's vectors as ``vector`` elements."""
     if isinstance(reply, ReplyBlock):
-        return reply
+        return _inline_vectors(library, reply)
     named = library.named_reply(file, reply)
     if named is None:
         return None
-    return ReplyBlock(named.elements, span=reply.span)
+    return _inline_vectors(library, ReplyBlock(named.elements, span=reply.span))
+
+
+def _inline_vectors(library: Library, block: ReplyBlock) -> ReplyBlock:
+    if not any(isinstance(el, VectorsFrom) for el in block.elements):
+        return block
+    elements: list[ReplyElement] = []
+    for el in block.elements:
+        if isinstance(el, VectorsFrom):
+            vectors = library.vectors.get((el.span.file, el.path), ())
+            elements.extend(Vector(v, span=el.span) for v in vectors)
+        else:
+            elements.append(el)
+    return attrs.evolve(block, elements=tuple(elements))
 
 
 def _machine(library: Library, script: ScriptFile, sc: Scenario, load_order: int) -> Machine:

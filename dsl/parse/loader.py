@@ -9,6 +9,7 @@ an unreadable one, an import cycle or a syntax error becomes a :class:`Diagnosti
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ import attrs
 
 from mockllm.dsl.diagnostics import Diagnostic, error
 from mockllm.dsl.span import Span
-from mockllm.dsl.tree.nodes import NamedReply, ReplyRef, ScriptFile
+from mockllm.dsl.tree.nodes import NamedReply, ReplyBlock, ReplyRef, ScriptFile, VectorsFrom
 
 SCRIPT_SUFFIXES = (".mockllm", ".json")
 
@@ -33,6 +34,8 @@ class Library:
     diagnostics: tuple[Diagnostic, ...] = ()
     sources: Mapping[str, str] = attrs.field(factory=dict)
     aliases: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    # `vectors from "PATH"` files, read: (the script's name, PATH as written) → the vectors
+    vectors: Mapping[tuple[str, str], tuple[tuple[float, ...], ...]] = attrs.field(factory=dict)
 
     def file(self, name: str) -> ScriptFile | None:
         for f in self.files:
@@ -88,6 +91,7 @@ class _Loader:
     sources: dict[str, str] = attrs.field(factory=dict)
     aliases: dict[str, dict[str, str]] = attrs.field(factory=dict)
     loaded: dict[str, str] = attrs.field(factory=dict)  # real path -> display name
+    vectors: dict[tuple[str, str], tuple[tuple[float, ...], ...]] = attrs.field(factory=dict)
     stack: list[tuple[str, str]] = attrs.field(factory=list)  # (real path, display name) being loaded
     root: str | None = None  # when set (a real path), imports resolve only to scripts below it
 
@@ -97,6 +101,7 @@ class _Loader:
             diagnostics=tuple(self.diagnostics),
             sources=dict(self.sources),
             aliases={k: dict(v) for k, v in self.aliases.items()},
+            vectors=dict(self.vectors),
         )
 
     def load_file(self, path: str, name: str) -> None:
@@ -136,7 +141,36 @@ class _Loader:
         for use in script.uses:
             self.load_import(name, base_dir, use.path, use.alias, use.span)
         self.stack.pop()
+        for el in _vector_files(script):
+            self.load_vectors(name, base_dir, el)
         self.files.append(script)
+
+    def load_vectors(self, name: str, base_dir: str, el: VectorsFrom) -> None:
+        """Read the file of a `vectors from` line (relative to the script), or report why it cannot be used."""
+        key = (name, el.path)
+        if key in self.vectors:
+            return
+        target = os.path.normpath(os.path.join(base_dir, el.path))
+        at = el.span if el.span.line > 0 else Span(name, 0, 0, 0, 0)
+        hint = "the file holds a JSON array of vectors, e.g. [[0.1, 0.2], [0.3, 0.4]], at a path relative to the script"
+        if self.root is not None and not _inside(os.path.realpath(target), self.root):
+            message = f'vectors file "{el.path}" is not inside the scenario base ({self.root})'
+            self.diagnostics.append(error("vectors-file", message, at, hint=hint))
+            return
+        try:
+            with open(target, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.diagnostics.append(
+                error("vectors-file", f'cannot read vectors file "{el.path}": {why}', at, hint=hint)
+            )
+            return
+        vectors, problem = parse_vectors(text)
+        if problem is not None:
+            self.diagnostics.append(error("vectors-file", f'vectors file "{el.path}": {problem}', at, hint=hint))
+            return
+        self.vectors[key] = vectors
 
     def load_import(self, importer: str, base_dir: str, rel: str, alias: str, span: Span) -> None:
         target = os.path.normpath(os.path.join(base_dir, rel))
@@ -192,11 +226,45 @@ class _Loader:
         self.load_file(target, target_name)
 
 
+def _inside(real: str, root: str) -> bool:
+    """Whether ``real`` (a resolved path) lies below ``root`` (links already followed, so a link out of
+    the base does not count as inside it)."""
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def _confined(real: str, root: str) -> bool:
-    """Whether ``real`` (a resolved path) names a script file below ``root`` (links already followed,
-    so a link out of the base does not count as inside it)."""
-    inside = real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-    return inside and os.path.splitext(real)[1] in SCRIPT_SUFFIXES
+    """Whether ``real`` (a resolved path) names a script file below ``root``."""
+    return _inside(real, root) and os.path.splitext(real)[1] in SCRIPT_SUFFIXES
+
+
+def _vector_files(script: ScriptFile) -> list[VectorsFrom]:
+    """Every `vectors from` line of a script (named replies, steps, the fallback)."""
+    blocks = [r.elements for r in script.replies]
+    for sc in script.scenarios:
+        blocks.extend(st.reply.elements for st in sc.steps if isinstance(st.reply, ReplyBlock))
+    if script.defaults is not None and isinstance(script.defaults.fallback, ReplyBlock):
+        blocks.append(script.defaults.fallback.elements)
+    return [el for elements in blocks for el in elements if isinstance(el, VectorsFrom)]
+
+
+def parse_vectors(text: str) -> tuple[tuple[tuple[float, ...], ...], str | None]:
+    """The vectors of a vectors file (a JSON array of equally long arrays of numbers), or the problem."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return (), f"not valid JSON ({exc})"
+    if not isinstance(data, list) or not data:
+        return (), "expected a non-empty JSON array of vectors"
+    out: list[tuple[float, ...]] = []
+    for i, row in enumerate(data):
+        if not isinstance(row, list) or not row:
+            return (), f"item {i} is not a non-empty array of numbers"
+        if any(isinstance(v, bool) or not isinstance(v, int | float) for v in row):
+            return (), f"vector {i} holds something that is not a number"
+        if out and len(row) != len(out[0]):
+            return (), f"vector {i} has {len(row)} numbers, vector 0 has {len(out[0])}: all must be as long"
+        out.append(tuple(float(v) for v in row))
+    return tuple(out), None
 
 
 def _expand(path: str | os.PathLike[str]) -> list[Path] | None:

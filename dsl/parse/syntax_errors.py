@@ -89,6 +89,9 @@ REPLY_ELEMENT_WORDS = frozenset(
         "disconnect",
         "hang",
         "interleave",
+        "vector",
+        "vectors",
+        "flag",
     }
 )
 _NUMBERS = frozenset({"INT", "SIGNED_INT", "NUMBER"})
@@ -107,11 +110,12 @@ _SUBJECT_KEYWORDS = (
     "header",
     "field",
     "turn",
+    "input",
 )
 _SUBJECT_LIST = (
     "`provider`, `endpoint`, `model`, `stream`, `last user message`, `last message`, "
     '`any user message`, `system prompt`, `tools`, `tool result for "NAME"`, `header "NAME"`, '
-    '`field "a.b"`, `turn`'
+    '`field "a.b"`, `turn`, `input`'
 )
 
 #: (marker terminals, phrase) -- the first whose markers are all acceptable names the context.

@@ -480,6 +480,9 @@ class ScriptTransformer:
     def s_turn(self, ch: list[Any]) -> n.Subject:
         return self._subject("turn")
 
+    def s_input(self, ch: list[Any]) -> n.Subject:
+        return self._subject("input")
+
     def role(self, ch: list[Token]) -> str:
         return str(ch[0])
 
@@ -602,6 +605,15 @@ class ScriptTransformer:
 
     def interleave_calls(self, ch: list[Any]) -> n.InterleaveCalls:
         return n.InterleaveCalls(span=self.here())
+
+    def vector(self, ch: list[Any]) -> n.Vector:
+        return n.Vector(tuple(self._json(ch[0])), span=self.here())
+
+    def vectors_from(self, ch: list[Any]) -> n.VectorsFrom:
+        return n.VectorsFrom(self._s(ch[0]), span=self.here())
+
+    def flag(self, ch: list[Any]) -> n.Flag:
+        return n.Flag(tuple(self._s(t) for t in ch), span=self.here())
 
     # -- literals ----------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ _SUBJECT_WORDS = {
     "system_prompt": "system prompt",
     "tools": "tools",
     "turn": "turn",
+    "input": "input",
 }
 
 OP_WORDS = {

@@ -61,6 +61,7 @@ __all__ = [
     "error",
     "field",
     "finish",
+    "flag",
     "hang",
     "header",
     "interleave_calls",
@@ -72,6 +73,7 @@ __all__ = [
     "provider",
     "refusal",
     "request_header",
+    "request_input",
     "retry_after",
     "scenario",
     "script",
@@ -88,6 +90,8 @@ __all__ = [
     "turn",
     "usage",
     "use",
+    "vector",
+    "vectors_from",
 ]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
@@ -314,6 +318,12 @@ def turn() -> SubjectBuilder:
     return _subject("turn")
 
 
+def request_input() -> SubjectBuilder:
+    """The ``input`` subject: the texts of an embedding or moderation request (a predicate holds if it
+    holds for any of them). Named like :func:`request_header`, so it never shadows the builtin ``input``."""
+    return _subject("input")
+
+
 def _conditions(items: Sequence[ConditionBuilder | n.Condition], where: str) -> tuple[n.Condition, ...]:
     out: list[n.Condition] = []
     for item in items:
@@ -433,6 +443,35 @@ def interleave_calls() -> n.InterleaveCalls:
     """``interleave calls``: stream the fragments of several tool calls' arguments alternately (call 0's
     first fragment, call 1's first, …), to test that a client collects them by index."""
     return n.InterleaveCalls()
+
+
+def vector(values: Sequence[float]) -> n.Vector:
+    """``vector [0.1, …]``: the embedding of one input; several answer the inputs in order."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise BuilderError(f"vector takes a list of numbers, not {values!r}")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise BuilderError(f"vector takes a list of numbers, not one holding {v!r}")
+    if not values:
+        raise BuilderError("vector needs at least one number")
+    return n.Vector(tuple(values))
+
+
+def vectors_from(path: str) -> n.VectorsFrom:
+    """``vectors from "PATH"``: the inputs' vectors from a JSON file (an array of vectors)."""
+    return n.VectorsFrom(_str(path, "vectors file path"))
+
+
+def flag(*categories: str) -> n.Flag:
+    """``flag "violence", …``: a moderation answer flagging these categories."""
+    if not categories:
+        raise BuilderError('flag needs at least one category, e.g. flag("violence")')
+    for c in categories:
+        if c not in n.MODERATION_CATEGORIES:
+            raise BuilderError(
+                f"unknown moderation category {c!r}; categories are {', '.join(n.MODERATION_CATEGORIES)}"
+            )
+    return n.Flag(tuple(categories))
 
 
 def echo() -> n.Echo:
