@@ -361,7 +361,9 @@ def test_other_methods_and_paths_still_go_through_starlette() -> None:
 
     app = make_app(SCRIPT)
     assert isinstance(app, MockllmApp)
-    assert set(app.fast_routes) == {"/v1/chat/completions", "/v1/responses", "/v1/messages", "/api/chat"}
+    chat = {"/v1/chat/completions", "/v1/responses", "/v1/messages", "/api/chat"}
+    inputs = {"/v1/embeddings", "/v1/moderations", "/api/embed", "/api/embeddings"}
+    assert set(app.fast_routes) == chat | inputs
     missing = run_app(app, b"{}", path="/v1/chat/completion")
     assert missing[0]["status"] == 404
     assert json.loads(missing[1]["body"])["error"]["message"].startswith("mockllm: unknown route")
