@@ -46,6 +46,7 @@ TIMED_SCRIPT = SCENARIOS / "timed.mockllm"
 LOAD = HERE / "load.py"
 BASELINE = HERE / "baseline_app.py"
 BENCH_CHECK = HERE / "bench_check.py"
+BENCH_EMBED = HERE / "bench_embed.py"
 AIMOCK = HERE / "aimock.py"
 PY = sys.executable
 
@@ -986,6 +987,29 @@ def bench_check_row(mode: Mode, env: dict[str, str]) -> Row:
     )
 
 
+def embed_rows(mode: Mode) -> list[Row]:
+    """Row 8: the default embedder's vectors/s (`bench/bench_embed.py`), in-process and over HTTP."""
+    what = "default embedder vectors/s, batch of 100 short texts"
+    target = "none: measured (no target in the spec)"
+    settings = ("in-process `embed()`", "`POST /v1/embeddings`, float", "`POST /v1/embeddings`, base64")
+    if mode.smoke:
+        return [Row("8", what, s, target, "not run in smoke mode") for s in settings]
+    argv = [PY, str(BENCH_EMBED), "--repeat", str(mode.repeats)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return [unavailable("8", what, settings[0], target, "bench/bench_embed.py did not finish in 600 s")]
+    found = re.search(r"^vectors/s: (\d+) (\d+) (\d+)$", done.stdout, re.MULTILINE)
+    if found is None:
+        reason = f"bench/bench_embed.py exited {done.returncode}: {done.stderr[-300:]}"
+        return [unavailable("8", what, settings[0], target, reason)]
+    rates = [float(v) for v in found.groups()]
+    return [
+        Row("8", what, f"{s}, 1536 dimensions", target, "measured", mockllm=fmt_num(r, "vectors/s"), ratio="absolute")
+        for s, r in zip(settings, rates, strict=True)
+    ]
+
+
 # ------------------------------------------------------------------------------------------------
 # Notes on the environment
 
@@ -1085,6 +1109,10 @@ METHOD = """\
   mockllm Uvicorn, aimock, repeated); each figure is the median of its runs, in absolute numbers, and
   the ratio column is mockllm / aimock. Short streams/s counts completed 20-chunk streams per second.
   Without npm, or when the install or start fails, the row says "skipped" and why.
+- **Row 8 (measured, no target in the spec).** `bench/bench_embed.py`: vectors/s of the default
+  embedder for batches of 100 distinct short texts (5 to 9 words) at 1536 dimensions, in-process, and
+  through `POST /v1/embeddings` on a loopback Hypercorn server, one request of 100 inputs at a time,
+  `encoding_format` float and base64; the best of 3 one-second windows. Not run in `--smoke` mode.
 
 ## What keeps the serving path fast
 
@@ -1214,8 +1242,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 3; smoke 0.3)")
     parser.add_argument(
         "--only",
-        default="1,2,3,4,5,6,7",
-        help="comma-separated rows to run (1,2,5 run together; 7 is the aimock peer), default all; with a "
+        default="1,2,3,4,5,6,7,8",
+        help="comma-separated rows to run (1,2,5 run together; 7 is the aimock peer; 8 the embedder), default all; with a "
         "subset, the other rows of an existing --out file are kept",
     )
     parser.add_argument("--worker", choices=("matching", "memory"), help=argparse.SUPPRESS)
@@ -1273,12 +1301,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.extend(check_rows(mode, place, workdir))
         if "6" in only:
             rows.append(memory_row(mode, place))
+        if "8" in only:
+            rows.extend(embed_rows(mode))
         if "7" in only:
             peer_dir = workdir / "peer"
             peer_dir.mkdir()
             rows.extend(peer_rows(mode, place, peer_dir))
     note_lines = notes(mode, place, servers, started, (load_before, load_average()))
-    if out is not None and not {"1", "2", "3", "4", "5", "6", "7"} <= only:
+    if out is not None and not {"1", "2", "3", "4", "5", "6", "7", "8"} <= only:
         kept = kept_rows(out, only)
         rows.extend(kept)
         if kept:

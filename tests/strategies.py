@@ -67,6 +67,7 @@ subjects = st.one_of(
             "system_prompt",
             "tools",
             "turn",
+            "input",
         ]
     ).map(lambda k: n.Subject(k)),
     st.builds(lambda role: n.Subject("any_message", role), st.sampled_from(["user", "assistant", "system", "tool"])),
@@ -116,6 +117,9 @@ reply_elements: st.SearchStrategy[n.ReplyElement] = st.one_of(
     st.builds(n.StreamError, texts, ints),
     st.builds(n.Hang),
     st.builds(n.Echo),
+    st.builds(n.Vector, st.lists(numbers, min_size=1, max_size=4).map(tuple)),
+    st.builds(n.VectorsFrom, texts),
+    st.builds(n.Flag, st.lists(texts, min_size=1, max_size=3).map(tuple)),
 )
 
 
