@@ -1243,8 +1243,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default="1,2,3,4,5,6,7,8",
-        help="comma-separated rows to run (1,2,5 run together; 7 is the aimock peer; 8 the embedder), default all; with a "
-        "subset, the other rows of an existing --out file are kept",
+        help="comma-separated rows to run (1,2,5 run together; 7 is the aimock peer; 8 the embedder), default "
+        "all; with a subset, the other rows of an existing --out file are kept",
     )
     parser.add_argument("--worker", choices=("matching", "memory"), help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=10_000, help=argparse.SUPPRESS)
