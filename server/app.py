@@ -415,8 +415,9 @@ class MockllmApp(Starlette):
     A ``POST`` to a chat path (``/v1/chat/completions``, ``/v1/messages``, ``/v1/responses``,
     ``/api/chat``) or a fixed embedding or moderation path (``/v1/embeddings``, ``/api/embed`` …)
     goes straight to its :class:`ProviderEndpoint`, which reads the body, drains what it leaves unread
-    and answers its own errors -- what the middleware would do for it -- so the hot path skips three middleware layers, the route scan and their per-request closures. Everything else
-    (other methods and paths, the admin API, 404s and 405s) goes through Starlette as before."""
+    and answers its own errors -- what the middleware would do for it -- so the hot path skips three
+    middleware layers, the route scan and their per-request closures. Everything else (other methods
+    and paths, the admin API, 404s and 405s) goes through Starlette as before."""
 
     fast_routes: dict[str, ProviderEndpoint]
 
