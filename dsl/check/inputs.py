@@ -69,6 +69,6 @@ def check_reaches_inputs(
         "unreachable-" + what,
         f"this step answers with {what}, but no {noun} request can match it",
         r.at(el.span, file),
-        hint=f'{noun} requests match only steps whose conditions name `endpoint` or `input`; '
+        hint=f"{noun} requests match only steps whose conditions name `endpoint` or `input`; "
         f'add `endpoint is "{noun}s"`',
     )

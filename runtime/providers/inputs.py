@@ -47,8 +47,8 @@ class InputsAdapter:
     ) -> Rendered:
         return self.base.render_error(status, message, ctx, code, param)
 
-    def stream_error_frame(self, message: str, ctx: RenderContext) -> bytes:
-        return self.base.stream_error_frame(message, ctx)
+    def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
+        return self.base.stream_error_frame(message, ctx, sequence)
 
 
 def route_functions(route: str) -> tuple[Parse, Render]:
