@@ -50,6 +50,7 @@ from mockllm.builder import (
     error,
     field,
     finish,
+    flag,
     hang,
     header,
     interleave_calls,
@@ -61,6 +62,7 @@ from mockllm.builder import (
     provider,
     refusal,
     request_header,
+    request_input,
     retry_after,
     scenario,
     script,
@@ -77,6 +79,8 @@ from mockllm.builder import (
     turn,
     usage,
     use,
+    vector,
+    vectors_from,
 )
 from mockllm.dsl.diagnostics import Diagnostic
 from mockllm.errors import DiagnosticsError, MockllmError
@@ -122,6 +126,7 @@ __all__ = [
     "error",
     "field",
     "finish",
+    "flag",
     "hang",
     "header",
     "interleave_calls",
@@ -136,6 +141,7 @@ __all__ = [
     "provider",
     "refusal",
     "request_header",
+    "request_input",
     "retry_after",
     "scenario",
     "script",
@@ -153,4 +159,6 @@ __all__ = [
     "turn",
     "usage",
     "use",
+    "vector",
+    "vectors_from",
 ]
