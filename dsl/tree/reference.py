@@ -279,6 +279,27 @@ STATEMENTS: tuple[Entry, ...] = (
         "`interleave calls`: when streaming, the argument fragments of the reply's tool "
         "calls alternate instead of one call finishing before the next starts.",
     ),
+    _s(
+        "vector",
+        _REPLY,
+        "`vector [0.1, -0.2, …]`: for an embedding request, the vector of one input; several lines "
+        "answer the inputs in order (the rest get the default embedder's vector).",
+        "vector [${1:0.1, 0.2, 0.3}]",
+    ),
+    _s(
+        "vectors from",
+        _REPLY,
+        '`vectors from "FILE.json"`: for an embedding request, the inputs\' vectors in order, from a JSON '
+        "file holding an array of vectors (relative to the script).",
+        'vectors from "${1:vectors.json}"',
+    ),
+    _s(
+        "flag",
+        _REPLY,
+        '`flag "violence", …`: for a moderation request, flag these categories (OpenAI\'s moderation '
+        "categories) for every input.",
+        'flag "${1:violence}"',
+    ),
 )
 
 
@@ -313,6 +334,10 @@ SUBJECTS: tuple[Entry, ...] = (
     _subject("header", '`header "NAME"`: a request header (case-insensitive name).', 'header "${1:name}"'),
     _subject("field", '`field "a.b.0.c"`: a value in the raw JSON body, by dotted path.', 'field "${1:path}"'),
     _subject("turn", "Number of user messages so far (1 on the first request)."),
+    _subject(
+        "input",
+        "The texts of an embedding or moderation request (a predicate holds if it holds for any of them).",
+    ),
 )
 
 _PREDICATE_DOCS: dict[str, tuple[str, str]] = {
