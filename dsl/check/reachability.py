@@ -45,16 +45,7 @@ def predecessors(r: Reporter, sc: Scenario, file: str) -> list[int | None]:
 def check_reachable(r: Reporter, sc: Scenario, preds: list[int | None], file: str) -> None:
     """An error for each step no sequence of requests can reach (scenarios in order only)."""
     steps = sc.steps
-    reach = [False] * len(steps)
-    changed = True
-    while changed:
-        changed = False
-        for i, p in enumerate(preds):
-            if reach[i]:
-                continue
-            if p is None or p == START or (p != i and reach[p] and steps[p].consumption.max_uses is not None):
-                reach[i] = True
-                changed = True
+    reach = reachable(sc, preds)
     for i, step in enumerate(steps):
         p = preds[i]
         if reach[i] or p is None or p == START:
@@ -90,3 +81,30 @@ def check_reachable(r: Reporter, sc: Scenario, preds: list[int | None], file: st
                 where,
                 hint=hint,
             )
+
+
+def reachable(sc: Scenario, preds: list[int | None]) -> list[bool]:
+    """Whether each step can ever run: it follows START (or an unknown step, reported on its own), or
+    a reachable step that can be used up. Each step is decided once, from its predecessor (linear in
+    steps, whatever order the `after` lines come in); a cycle of `after` lines is never reachable."""
+    steps = sc.steps
+    known: list[bool | None] = [None] * len(steps)
+    for first in range(len(steps)):
+        path: list[int] = []
+        on_path: set[int] = set()
+        i = first
+        while known[i] is None and i not in on_path:
+            p = preds[i]
+            if p is None or p == START:
+                known[i] = True
+                break
+            if p == i or steps[p].consumption.max_uses is None:
+                known[i] = False
+                break
+            path.append(i)
+            on_path.add(i)
+            i = p
+        verdict = bool(known[i]) if i not in on_path else False  # back on the path: a cycle
+        for j in reversed(path):
+            known[j] = verdict
+    return [bool(k) for k in known]

@@ -3,13 +3,13 @@ captures used by a step that can run before the step capturing them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import attrs
 
 from mockllm.dsl.check.common import Reporter, did_you_mean
+from mockllm.dsl.check.scopes import EarlierCaptures, LaterCaptures, ScenarioCaptures, StepCaptures
 from mockllm.dsl.diagnostics import Related
-from mockllm.dsl.machines.compiled import START
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree.nodes import (
     Body,
@@ -38,11 +38,11 @@ class Scope:
     """Template names a reply may use."""
 
     lets: frozenset[str] = frozenset()
-    captures: frozenset[str] = frozenset()
+    captures: Collection[str] = frozenset()
     later: Mapping[str, str] = attrs.field(factory=dict)  # capture name -> step that cannot run first
     where: str = ""  # "step `x`", for messages about a named reply used there
     use_span: Span | None = None
-    earlier: frozenset[str] = frozenset()  # captures of the steps that can run before this one (not itself)
+    earlier: Collection[str] = frozenset()  # captures of the steps that can run before this one (not itself)
 
     def known(self, name: str) -> bool:
         return (
@@ -58,43 +58,19 @@ class Scope:
 
 def step_scopes(sc: Scenario, preds: list[int | None]) -> list[Scope]:
     """The template scope of each step: the scenario's lets, and the captures of the steps that can
-    run before it (``preds`` gives the step each step follows)."""
-    all_captures: dict[str, str] = {}
-    for step in sc.steps:
-        for cap in step.captures:
-            all_captures.setdefault(cap.name, step.name)
-    return [_step_scope(sc, i, preds, all_captures) for i in range(len(sc.steps))]
-
-
-def _step_scope(sc: Scenario, i: int, preds: list[int | None], all_captures: Mapping[str, str]) -> Scope:
-    if sc.order_any:
-        before = set(range(len(sc.steps)))
-    elif preds[i] is None:
-        before = set(range(i + 1))
-    else:
-        chain: list[int] = []
-        p = preds[i]
-        while p is not None and p != START and p not in chain:
-            chain.append(p)
-            p = preds[p]
-        positions = {START, *chain}
-        # a step beside the chain runs before this one only if running it does not move the position
-        before = {i, *chain} | {
-            j for j, q in enumerate(preds) if q in positions and (sc.steps[j].consumption.max_uses or 2) > 1
-        }
-    captures = {c.name for j in before for c in sc.steps[j].captures}
-    # what a condition of this step may read: captures of other steps that run first; an `always` or
-    # `repeat` step (or any step of `order any`) may also read what its own earlier runs captured
-    repeats = sc.order_any or (sc.steps[i].consumption.max_uses or 2) > 1
-    earlier = {c.name for j in before if j != i or repeats for c in sc.steps[j].captures}
-    later = {name: step for name, step in all_captures.items() if name not in captures}
-    return Scope(
-        lets=frozenset(let.name for let in sc.lets),
-        captures=frozenset(captures),
-        later=later,
-        where=f"step `{sc.steps[i].name}`",
-        earlier=frozenset(earlier),
-    )
+    run before it (``preds`` gives the step each step follows; see :mod:`check_scopes`)."""
+    lets = frozenset(let.name for let in sc.lets)
+    captures = ScenarioCaptures(sc, preds)
+    return [
+        Scope(
+            lets=lets,
+            captures=StepCaptures(captures, i),
+            later=LaterCaptures(captures, i),
+            where=f"step `{step.name}`",
+            earlier=EarlierCaptures(captures, i),
+        )
+        for i, step in enumerate(sc.steps)
+    ]
 
 
 def _strings(el: ReplyElement) -> list[tuple[str, bool]]:
