@@ -21,6 +21,7 @@ from starlette.routing import Mount, Route
 
 from mockllm.dsl.diagnostics import Diagnostic
 from mockllm.dsl.machines.compiled import CompiledLibrary
+from mockllm.runtime.providers.common import utf8_json
 from mockllm.server.options import ServerOptions
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    body = json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+    body = utf8_json(json.dumps(data, ensure_ascii=False, default=str))
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 

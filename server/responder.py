@@ -15,6 +15,7 @@ import attrs
 
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
+from mockllm.runtime.providers.common import utf8_json, utf8_text
 from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.request import ChatRequest
 from mockllm.server.options import ServerOptions
@@ -68,7 +69,7 @@ def header_bytes(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]
         clean = value if type(value) is str else str(value)
         if "\r" in clean or "\n" in clean or "\0" in clean:
             clean = clean.replace("\r", " ").replace("\n", " ").replace("\0", "")
-        out.append((raw, clean.strip().encode("utf-8")))
+        out.append((raw, utf8_text(clean.strip())))
     return out
 
 
@@ -96,7 +97,7 @@ def response_head(
             clean = value if type(value) is str else str(value)
             if "\r" in clean or "\n" in clean or "\0" in clean:
                 clean = clean.replace("\r", " ").replace("\n", " ").replace("\0", "")
-            out.append((raw, clean.strip().encode("utf-8")))
+            out.append((raw, utf8_text(clean.strip())))
     if not has_type:
         media = _MEDIA.get(rendered.media_type)
         if media is None:
@@ -138,8 +139,8 @@ def raw_rendered(plan: Plan) -> Rendered:
     if not plan.has_raw_body:
         return Rendered(status=status, media_type="application/json")
     if isinstance(plan.raw_body, str):
-        return Rendered(status=status, media_type="text/plain; charset=utf-8", body=plan.raw_body.encode("utf-8"))
-    body = json.dumps(plan.raw_body, ensure_ascii=False).encode("utf-8")
+        return Rendered(status=status, media_type="text/plain; charset=utf-8", body=utf8_text(plan.raw_body))
+    body = utf8_json(json.dumps(plan.raw_body, ensure_ascii=False))
     return Rendered(status=status, media_type="application/json", body=body)
 
 

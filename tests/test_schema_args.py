@@ -412,3 +412,42 @@ def test_hostile_schemas_finish_with_a_best_effort() -> None:
 )
 def test_is_valid(value: Any, schema: dict[str, Any], expected: bool) -> None:
     assert is_valid(value, schema) is expected
+
+
+_HUGE_BOUNDS = st.one_of(
+    st.integers(),
+    st.integers(min_value=10**300, max_value=10**320),
+    st.integers(min_value=-(10**320), max_value=-(10**300)),
+    st.floats(allow_nan=False),
+    st.sampled_from([10**4000, -(10**4000), 1e308, -1e308, 5e-324, 0, 0.5]),
+)
+_BOUND_KEYS = st.sampled_from(
+    "minimum maximum exclusiveMinimum exclusiveMaximum multipleOf minLength maxLength minItems maxItems".split()
+)
+_BOUNDED = st.builds(
+    lambda kind, bounds: {"type": kind, **bounds},
+    st.sampled_from(["integer", "number", "string", "array", "object", ["integer", "null"]]),
+    st.dictionaries(_BOUND_KEYS, _HUGE_BOUNDS, max_size=4),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_BOUNDED)
+def test_bounds_too_large_for_a_float_never_raise(node: dict[str, Any]) -> None:
+    """Issue 12: an integer bound too large to convert to a float (``exclusiveMinimum: 10**300`` beside a
+    fractional bound, ``multipleOf: 1e308`` under a huge integer) made the echo responder answer 500.
+    Any bounds give a value (or none) that serialises, never an exception."""
+    value = generate({"type": "object", "properties": {"a": node}, "required": ["a"]})
+    json.dumps(value)
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"type": "number", "minimum": 0, "exclusiveMaximum": 1, "exclusiveMinimum": 10**300},
+        {"type": "integer", "multipleOf": 1e308, "exclusiveMaximum": -(10**320)},
+    ],
+)
+def test_found_overflowing_bounds(node: dict[str, Any]) -> None:
+    value = generate({"type": "object", "properties": {"a": node}, "required": ["a"]})
+    assert value is None or isinstance(value, dict)

@@ -35,6 +35,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from mockllm.dsl.diagnostics import Diagnostic, error
+from mockllm.dsl.jsontext import lone_surrogate
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree import nodes as n
 from mockllm.errors import MockllmError
@@ -503,6 +504,11 @@ def from_json_text(text: str, file: str) -> tuple[n.ScriptFile | None, list[Diag
         ]
     except ValueError as exc:
         return None, [error("json-syntax", f"invalid JSON: {exc}", Span(file, 0, 0, 0, 0))]
+    lone = lone_surrogate(text)
+    if lone is not None:
+        span = Span(file, lone.line, lone.column, lone.line, lone.column + len(lone.escape))
+        message = f"invalid JSON: `{lone.escape}` names half of a surrogate pair"
+        return None, [error("json-syntax", message, span, hint="write the character itself, or both halves")]
     return from_json(data, file, text=text)
 
 

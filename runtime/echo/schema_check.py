@@ -96,8 +96,8 @@ def number_ok(v: int | float, node: Mapping[str, Any]) -> bool:
     if isinstance(m, int | float) and m > 0:
         # mirror jsonschema's check, float quirks included
         if isinstance(m, float):
-            q = v / m
             try:
+                q = v / m  # a huge integer over a float overflows too
                 return int(q) == q
             except OverflowError:
                 return (Fraction(v) / Fraction(m)).denominator == 1

@@ -19,8 +19,14 @@ from mockllm.runtime.echo.schema_values import FORMATS, fit, name_number, name_s
 __all__ = ["number_value", "string_value"]
 
 
-def _json_number(f: Fraction) -> int | float:
-    return int(f) if f.denominator == 1 else float(f)
+def _json_number(f: Fraction) -> int | float | None:
+    """``f`` as a JSON number, or None when it is not an integer and too large for a float."""
+    if f.denominator == 1:
+        return int(f)
+    try:
+        return float(f)
+    except OverflowError:
+        return None
 
 
 def string_value(node: dict[str, Any], name: str, variant: int) -> str:
@@ -137,7 +143,7 @@ def number_value(node: dict[str, Any], name: str, integer: bool, variant: int) -
     in_range: list[int | float] = []  # the fallback: right bounds, an exact multiple
     for f in candidates():
         value = _json_number(f)
-        if (integer and not isinstance(value, int)) or not inside(Fraction(value)):
+        if value is None or (integer and not isinstance(value, int)) or not inside(Fraction(value)):
             continue
         if not in_range:
             in_range.append(value)
@@ -148,4 +154,5 @@ def number_value(node: dict[str, Any], name: str, integer: bool, variant: int) -
             return valid[variant]
     if valid or in_range:
         return (valid or in_range)[0]
-    return _json_number(Fraction(round(pref)) if integer else pref)
+    last = _json_number(Fraction(round(pref)) if integer else pref)
+    return 42 if last is None else last

@@ -210,7 +210,7 @@ def _block_index(chat: ChatRequest, message_index: int, use_id: str | None, fall
 
 def signature(thinking: str) -> str:
     """A deterministic, opaque-looking signature for a thinking block."""
-    digest = hashlib.sha256(f"mockllm-thinking:{thinking}".encode()).digest()
+    digest = hashlib.sha256(f"mockllm-thinking:{thinking}".encode("utf-8", "surrogatepass")).digest()
     return base64.b64encode(digest + hashlib.sha256(digest).digest()).decode("ascii")
 
 

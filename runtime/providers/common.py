@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
+from mockllm.dsl.jsontext import lone_surrogate, replace_lone_surrogates
 from mockllm.runtime.providers.base import Frame, ProviderError, Rendered
 
 JSON_MEDIA = "application/json"
@@ -35,7 +36,28 @@ def json_text(value: Any) -> str:
 
 
 def json_bytes(value: Any) -> bytes:
-    return json_text(value).encode("utf-8")
+    return utf8_json(json_text(value))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_json(text: str) -> bytes:
+    """JSON text as UTF-8. A lone surrogate cannot be encoded; in JSON text written with
+    ``ensure_ascii=False`` it can only sit inside a string, where it is written as its escape
+    (``\\ud800``, what ``ensure_ascii=True`` writes): valid JSON text, never an error."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def utf8_text(text: str) -> bytes:
+    """Plain text as UTF-8, each lone surrogate replaced by U+FFFD."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
 def _reject_constant(name: str) -> Any:
@@ -52,14 +74,28 @@ def _loads(text: str) -> Any:
     return _DECODER.decode(text)
 
 
-def load_json(body: bytes) -> Any:
-    """Parse a request body, or raise a 400 that says where the JSON is broken."""
+Surrogates = Literal["reject", "replace"]
+
+
+def load_json(body: bytes, surrogates: Surrogates = "reject") -> Any:
+    """Parse a request body, or raise a 400 that says where the JSON is broken.
+
+    A lone surrogate escape (``"\\ud800"``, legal JSON text but no character) is rejected as OpenAI's
+    and Anthropic's parsers do, or (``surrogates="replace"``) replaced by U+FFFD as Gemini and Ollama
+    do: either way no string that cannot be written back out gets past this point."""
     if not body.strip():
         raise ProviderError(400, "request body is empty; expected a JSON object")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ProviderError(400, f"request body is not valid UTF-8 (byte {e.start})") from None
+    if "\\u" in text:
+        if surrogates == "replace":
+            text = replace_lone_surrogates(text)
+        else:
+            lone = lone_surrogate(text)
+            if lone is not None:
+                raise ProviderError(400, f"request body is not valid JSON: {lone.describe()}")
     try:
         return _loads(text)
     except json.JSONDecodeError as e:
@@ -72,18 +108,19 @@ def load_json(body: bytes) -> Any:
         raise ProviderError(400, "request body is not valid JSON: nested too deeply") from None
 
 
-def load_json_object(body: bytes) -> dict[str, Any]:
+def load_json_object(body: bytes, surrogates: Surrogates = "reject") -> dict[str, Any]:
     """Parse a request body that must be a JSON object."""
-    value = load_json(body)
+    value = load_json(body, surrogates)
     if not isinstance(value, dict):
         raise ProviderError(400, f"request body must be a JSON object, got {describe(value)}")
     return value
 
 
 def parse_json_arguments(text: str) -> Any:
-    """Tool-call arguments as sent in a history: the parsed JSON when it parses, else the raw string."""
+    """Tool-call arguments as sent in a history: the parsed JSON when it parses (a lone surrogate escape
+    in it replaced, see :func:`load_json`), else the raw string."""
     try:
-        return json.loads(text)
+        return json.loads(replace_lone_surrogates(text))
     except (ValueError, RecursionError):
         return text
 
@@ -319,7 +356,7 @@ def stream_response(
 def sse_bytes(data: Any, event: str | None = None) -> bytes:
     """One SSE event: optional ``event:`` line, one ``data:`` line of compact JSON, blank line."""
     head = f"event: {event}\n" if event is not None else ""
-    return f"{head}data: {json_text(data)}\n\n".encode()
+    return utf8_json(f"{head}data: {json_text(data)}\n\n")
 
 
 def sse_frame(data: Any, event: str | None = None, content: bool = False) -> Frame:
@@ -328,7 +365,7 @@ def sse_frame(data: Any, event: str | None = None, content: bool = False) -> Fra
 
 def sse_raw_frame(text: str) -> Frame:
     """A ``data:`` line sent verbatim (``[DONE]``)."""
-    return Frame(f"data: {text}\n\n".encode())
+    return Frame(utf8_json(f"data: {text}\n\n"))
 
 
 def ndjson_frame(value: Any, content: bool = False) -> Frame:

@@ -87,7 +87,7 @@ def _wrong_type(where: str, expected: str, value: Any) -> ProviderError:
 
 def _load_body(body: bytes) -> dict[str, Any]:
     try:
-        data = common.load_json(body)
+        data = common.load_json(body, surrogates="replace")
     except ProviderError as e:
         raise _bad(f"Invalid JSON payload received. The {e.message}.") from None
     if not isinstance(data, dict):

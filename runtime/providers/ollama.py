@@ -48,7 +48,7 @@ def _load_body(body: bytes) -> dict[str, Any]:
     if not body.strip():
         raise _bad("missing request body")
     try:
-        data = common.load_json(body)
+        data = common.load_json(body, surrogates="replace")
     except ProviderError as e:
         raise _bad(f"invalid request: {e.message}") from None
     if not isinstance(data, dict):
@@ -79,10 +79,7 @@ def _arguments(value: Any, where: str) -> Any:
     if value is None:
         return {}
     if isinstance(value, str):  # not what Ollama sends, but OpenAI-minded clients do; keep what they meant
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
+        return common.parse_json_arguments(value)
     return _obj(value, where)
 
 
@@ -291,7 +288,7 @@ def tags_response(model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
     models = []
     for model in model_ids:
         name = model if ":" in model else f"{model}:latest"
-        digest = hashlib.sha256(name.encode()).hexdigest()
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
         models.append(
             {
                 "name": name,

@@ -36,6 +36,7 @@ from mockllm.runtime.providers.common import (
     sse_frame,
     sse_raw_frame,
     stream_response,
+    utf8_json,
     wrong_type,
 )
 from mockllm.runtime.reply.ids import chat_completion_id
@@ -268,7 +269,7 @@ def _completion_bytes(plan: Plan, ctx: RenderContext) -> bytes:
         f'"annotations":[]{calls}}},"logprobs":null,"finish_reason":{json_text(plan.finish)}}}],'
         f'"usage":{{"prompt_tokens":{inp},"completion_tokens":{out},"total_tokens":{inp + out}{_USAGE_TAIL}'
     )
-    return text.encode("utf-8")
+    return utf8_json(text)
 
 
 class OpenAIChatAdapter:

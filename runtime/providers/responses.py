@@ -133,10 +133,7 @@ def _req_str(data: Mapping[str, Any], key: str, param: str) -> str:
 
 
 def _parse_arguments(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    return common.parse_json_arguments(text)
 
 
 def _content_text(content: Any, param: str, allow_refusal: bool = True) -> str:
