@@ -11,6 +11,7 @@ from typing import get_args
 import attrs
 
 from mockllm.dsl.check.common import Reporter, did_you_mean, word_list
+from mockllm.dsl.check.regex_risk import MAX_EXPANDED, expanded_size, nested_quantifier
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.describe import OP_WORDS, PROVIDERS
@@ -184,6 +185,25 @@ def _check_regex(r: Reporter, regex: Regex, span: Span, file: str) -> None:
     except re.error as exc:
         at = f" at position {exc.pos}" if exc.pos is not None else ""
         r.err("bad-regex", f"invalid regex {regex}: {exc.msg}{at}", r.at(where, file))
+        return
+    size = expanded_size(regex.pattern, regex_flags(regex.flags))
+    if size is not None and size > MAX_EXPANDED:
+        r.err(
+            "bad-regex",
+            f"regex {regex} is too large: its counted repeats unroll to more than {MAX_EXPANDED:,} pieces",
+            r.at(where, file),
+            hint="use smaller counts, or `+` / `*` instead of a large `{n}`",
+        )
+        return
+    if nested_quantifier(regex.pattern, regex_flags(regex.flags)):
+        r.warn(
+            "slow-regex",
+            f"regex {regex} repeats a repetition (like `(a+)+`): on a text it does not match it can run for "
+            "minutes, and the server stops it after 50 ms and answers that request with an error",
+            r.at(where, file),
+            hint="repeat the inner piece once (`(a+)+` → `a+`, `(\\w+\\s?)+` → `[\\w\\s]+`), or put a fixed "
+            "character between repetitions",
+        )
 
 
 def check_capture(r: Reporter, cap: Capture, file: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from mockllm.runtime.echo.schema_limits import CHECK_STEPS, MAX_DEPTH
 from mockllm.runtime.echo.schema_prep import json_eq, prep
 from mockllm.runtime.echo.schema_refs import Resolver
+from mockllm.runtime.engine.timed_regex import client_pattern_matches
 
 __all__ = ["Checker", "is_valid", "number_ok", "string_ok"]
 
@@ -112,11 +113,8 @@ def string_ok(s: str, node: Mapping[str, Any]) -> bool:
     if isinstance(hi, int | float) and len(s) > hi:
         return False
     for p in node.get("x-patterns", ()):
-        try:
-            if re.search(p, s) is None:
-                return False
-        except (re.error, TypeError):
-            continue
+        if client_pattern_matches(p, s) is False:
+            return False
     fmt = node.get("format")
     return not isinstance(fmt, str) or _format_ok(fmt, s)
 
@@ -207,11 +205,7 @@ class Checker:
             if matched and not self.valid(item, props[key], d):
                 return False
             for p, sub in patterns.items():
-                try:
-                    hit = re.search(p, key) is not None
-                except re.error:
-                    continue
-                if hit:
+                if client_pattern_matches(p, key):
                     matched = True
                     if not self.valid(item, sub, d):
                         return False

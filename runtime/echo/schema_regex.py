@@ -11,6 +11,7 @@ from typing import Any
 
 from mockllm.errors import NoValue
 from mockllm.runtime.echo.schema_limits import MAX_CHARS
+from mockllm.runtime.engine.timed_regex import client_pattern_matches
 
 __all__ = ["pattern_candidates", "search"]
 
@@ -172,8 +173,6 @@ def pattern_candidates(pattern: str, min_len: int = 0) -> Iterator[str]:
 
 
 def search(pattern: str, s: str) -> bool:
-    """Whether ``pattern`` finds a match in ``s``; a pattern that does not compile finds nothing."""
-    try:
-        return re.search(pattern, s) is not None
-    except (re.error, TypeError):
-        return False
+    """Whether ``pattern`` finds a match in ``s``; a pattern that does not compile finds nothing (one
+    that runs past the time bound counts as a match, see :func:`client_pattern_matches`)."""
+    return client_pattern_matches(pattern, s) is True

@@ -12,7 +12,6 @@ fail on it, their negations (``is not``, ``not contains``, ``not matches``, ``ex
 from __future__ import annotations
 
 import fnmatch
-import functools
 import json
 import re
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from typing import Any, Final
 import attrs
 
 from mockllm.dsl.tree.nodes import Capture, Condition, Regex, Subject
+from mockllm.runtime.engine.timed_regex import Pattern, compile_pattern, search
 from mockllm.runtime.request import ChatRequest, ToolResult
 
 
@@ -34,7 +34,6 @@ class _Absent:
 ABSENT: Final = _Absent()
 
 _NEGATED = {"is_not": "is", "not_contains": "contains", "not_matches": "matches", "exclude": "include"}
-_FLAG_BITS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 _SEEN_LIMIT = 200
 _EACH = frozenset({"any_message", "input"})  # list subjects a predicate holds for when it holds for one item
 
@@ -43,21 +42,13 @@ _EACH = frozenset({"any_message", "input"})  # list subjects a predicate holds f
 # Regexes
 
 
-@functools.lru_cache(maxsize=4096)
-def compile_regex(pattern: str, flags: str = "", ignore_case: bool = False) -> re.Pattern[str] | None:
-    """The compiled regex (cached); None when the pattern does not compile."""
-    bits = 0
-    for f in flags:
-        bits |= _FLAG_BITS.get(f, 0)
-    if ignore_case:
-        bits |= re.IGNORECASE
-    try:
-        return re.compile(pattern, bits)
-    except re.error:
-        return None
+def compile_regex(pattern: str, flags: str = "", ignore_case: bool = False) -> Pattern | None:
+    """The compiled regex (cached, time-bounded searches: see :mod:`timed_regex`); None when the
+    pattern does not compile."""
+    return compile_pattern(pattern, flags, ignore_case)
 
 
-def _regex(value: Any, ignore_case: bool) -> re.Pattern[str] | None:
+def _regex(value: Any, ignore_case: bool) -> Pattern | None:
     if isinstance(value, Regex):
         return compile_regex(value.pattern, value.flags, ignore_case)
     if isinstance(value, str):
@@ -307,7 +298,7 @@ def _positive(op: str, v: Any, operand: Any, ignore_case: bool) -> bool:
         return isinstance(operand, str) and _fold(operand, ignore_case) in _fold(text, ignore_case)
     if op == "matches":
         rx = _regex(operand, ignore_case)
-        return rx is not None and rx.search(text) is not None
+        return rx is not None and search(rx, text) is not None
     if op == "glob":
         if not isinstance(operand, str):
             return False
@@ -356,7 +347,7 @@ def capture(cap: Capture, chat: ChatRequest) -> str | None:
     if rx is None:
         return None
     for text in subject_text(cap.subject, chat):
-        m = rx.search(text)
+        m = search(rx, text)
         if m is None:
             continue
         if rx.groups >= 1:

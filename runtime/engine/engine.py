@@ -34,6 +34,7 @@ from mockllm.runtime.engine.conversations import (
 from mockllm.runtime.engine.journal import Journal, JournalEntry
 from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
+from mockllm.runtime.engine.timed_regex import RegexTimeout
 from mockllm.runtime.reply.inputs import default_plan, plan_inputs
 from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
@@ -266,7 +267,10 @@ def _expectation_failure(
     (templates in them bound to the scenario's lets and the captures)."""
     for cond in step.expects:
         cond, _missing = bind(cond, {**{let.name: let.value for let in machine.lets}, **captures})
-        ok, seen = evaluate(cond, chat)
+        try:
+            ok, seen = evaluate(cond, chat)
+        except RegexTimeout as exc:
+            raise exc.at(_where((machine, step))) from None
         if not ok:
             failure = f"{describe.condition(cond)} — seen {seen} — in {_where((machine, step))}"
             message = f"{EXPECTATION_PREFIX}: {failure}"
@@ -391,29 +395,32 @@ class Engine:
                 if not chat_only and (mi, idx) not in input_steps:
                     continue
                 step = machine.steps[idx]
-                conditions = step.conditions
-                if templated and idx in templated:
-                    bound = bind_all(step.conditions, template_env(machine, state))
-                    if bound is None:
-                        continue
-                    conditions = bound
-                for c in conditions:  # a plain loop: no generator per step tried
-                    if not holds(c, chat):
-                        break
-                else:
-                    taken: dict[str, str] = {}
-                    for cap in step.captures:
-                        value = capture(cap, chat)
-                        if value is None:
+                try:
+                    conditions = step.conditions
+                    if templated and idx in templated:
+                        bound = bind_all(step.conditions, template_env(machine, state))
+                        if bound is None:
+                            continue
+                        conditions = bound
+                    for c in conditions:  # a plain loop: no generator per step tried
+                        if not holds(c, chat):
                             break
-                        taken[cap.name] = value
                     else:
-                        captures = state.captured()
-                        if taken:
-                            captures.update(taken)
-                        if commit:
-                            conv.set_state(machine.name, state.advance(idx, step.max_uses, captures))
-                        return _Selection(machine, mi, step, captures)
+                        taken: dict[str, str] = {}
+                        for cap in step.captures:
+                            value = capture(cap, chat)
+                            if value is None:
+                                break
+                            taken[cap.name] = value
+                        else:
+                            captures = state.captured()
+                            if taken:
+                                captures.update(taken)
+                            if commit:
+                                conv.set_state(machine.name, state.advance(idx, step.max_uses, captures))
+                            return _Selection(machine, mi, step, captures)
+                except RegexTimeout as exc:  # the request gets the error, naming the step
+                    raise exc.at(_where((machine, step))) from None
         if not chat_only:
             return _Selection(echo=True)  # an embedding no step answers: the default embedder's
         if not report:
@@ -490,9 +497,13 @@ class Engine:
             failure = None
         else:
             want_report = loaded is not None and loaded.library.fallback is None
-            with conv.lock:
-                sel = self._select(loaded, conv, chat, commit=True, report=want_report)
-            plan, failure, note = self._decide(loaded, chat, sel, key)
+            try:
+                with conv.lock:
+                    sel = self._select(loaded, conv, chat, commit=True, report=want_report)
+                plan, failure, note = self._decide(loaded, chat, sel, key)
+            except RegexTimeout as exc:  # nothing advanced: the step's conditions never finished
+                sel, failure, note = _Selection(), None, exc.message()
+                plan = Plan(model=chat.model, error_status=400, error_message=exc.message())
         fallback = loaded is not None and sel.step is None and not sel.echo and missing is None and plan is not None
         machine, step = sel.machine, sel.step
         used: tuple[str, int, int] | None = None
@@ -558,9 +569,13 @@ class Engine:
         loaded = self._loaded
         chat, key, _missing = self._continue(chat)
         conv = self._table.peek(key) or Conversation(key, self._clock.monotonic())
-        with conv.lock:
-            sel = self._select(loaded, conv, chat, commit=False, report=True)
-        plan, failure, _note = self._decide(loaded, chat, sel, key)
+        try:
+            with conv.lock:
+                sel = self._select(loaded, conv, chat, commit=False, report=True)
+            plan, failure, _note = self._decide(loaded, chat, sel, key)
+        except RegexTimeout as exc:
+            sel, failure = _Selection(), None
+            plan = Plan(model=chat.model, error_status=400, error_message=exc.message())
         return Outcome(
             conversation=key,
             entry_id=0,

@@ -20,6 +20,7 @@ from mockllm.dsl.tree.nodes import Condition
 from mockllm.runtime.engine.conditions import bind, capture, capture_seen, evaluate, template_names
 from mockllm.runtime.engine.conversations import CONVERSATION_HEADER, MachineState
 from mockllm.runtime.engine.outcome import Candidate, FailedCondition, NoMatchReport
+from mockllm.runtime.engine.timed_regex import TIMEOUT_S, RegexTimeout
 from mockllm.runtime.request import ChatRequest
 
 PREFIX = "mockllm: no step matched"
@@ -62,7 +63,10 @@ def _verdict(cond: Condition, chat: ChatRequest, env: Mapping[str, str]) -> Fail
         text = f"{text} ({filled})"
     if missing:
         return FailedCondition(text, "nothing: the capture is taken by an earlier step that has not run")
-    ok, seen = evaluate(bound, chat)
+    try:
+        ok, seen = evaluate(bound, chat)
+    except RegexTimeout:
+        ok, seen = False, f"a text on which the regex ran past {TIMEOUT_S * 1000:.0f} ms and was stopped"
     return FailedCondition(text, seen, ok)
 
 
@@ -72,7 +76,11 @@ def verdicts(step: CompiledStep, chat: ChatRequest, env: Mapping[str, str]) -> t
     if all(v.holds for v in out):
         for cap in step.captures:
             text = f"capture {cap.name} from {describe.subject(cap.subject)} {cap.regex}"
-            out.append(FailedCondition(text, capture_seen(cap, chat), capture(cap, chat) is not None))
+            try:
+                took = capture(cap, chat) is not None
+            except RegexTimeout:
+                took = False
+            out.append(FailedCondition(text, capture_seen(cap, chat), took))
     return tuple(out)
 
 

@@ -1,0 +1,102 @@
+"""Regexes that can backtrack without end: a repetition nested inside another, as in ``(a+)+`` or
+``(\\w+\\s?)+``. On a text such a pattern does not match, a backtracking engine tries every way of
+splitting the text between the two repetitions -- exponential in the text's length. The server stops
+any search after a time bound (runtime/timed_regex.py); ``mockllm check`` warns before it comes to that."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any
+
+_sre: Any = importlib.import_module("re._parser")
+_REPEATS = {"MAX_REPEAT", "MIN_REPEAT"}
+
+
+def nested_quantifier(pattern: str, flags: int = 0) -> bool:
+    """Whether ``pattern`` repeats without bound a piece made only of repetitions, one of which varies
+    in length: ``(a+)+``, ``(\\w+\\s?)*``. A piece with a fixed part between its repetitions, as in
+    ``(\\d+,)*``, splits the text one way only and is not counted; nor are atomic groups and
+    possessive repeats, which never backtrack."""
+    try:
+        tree = _sre.parse(pattern, flags)
+    except (re.error, RecursionError, OverflowError, TypeError, ValueError):
+        return False
+    return _walk(tree)
+
+
+def _walk(sub: Any) -> bool:
+    for op, av in sub:
+        name = str(op)
+        if name in _REPEATS:
+            _low, high, body = av
+            if high == _sre.MAXREPEAT and _only_repeats(body) is True:
+                return True
+            if _walk(body):
+                return True
+        elif name == "SUBPATTERN":
+            if _walk(av[-1]):
+                return True
+        elif name == "BRANCH":
+            if any(_walk(branch) for branch in av[1]):
+                return True
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            if _walk(av[1]):
+                return True
+    return False
+
+
+def _only_repeats(sub: Any) -> bool | None:
+    """True when ``sub`` is made only of (grouped) repetitions, one of them varying in length; False
+    when it holds anything else; None when it is empty or all its repetitions are fixed."""
+    found: bool | None = None
+    for op, av in sub:
+        name = str(op)
+        if name in _REPEATS:
+            low, high, _body = av
+            if low != high:
+                found = True
+        elif name == "SUBPATTERN":
+            inner = _only_repeats(av[-1])
+            if inner is False:
+                return False
+            found = found or inner
+        else:
+            return False
+    return found
+
+
+MAX_EXPANDED = 100_000  # pieces a compiled pattern may unroll to: `((a{1000}){1000}){1000}` is 10**9
+
+
+def expanded_size(pattern: str, flags: int = 0) -> int | None:
+    """How many pieces ``pattern`` unrolls to when its counted repeats are written out (the `regex`
+    package unrolls ``(a{1000}){1000}`` into a million nodes: 280 MB), or None when it does not
+    parse. The count stops growing once past :data:`MAX_EXPANDED`."""
+    try:
+        tree = _sre.parse(pattern, flags)
+    except (re.error, RecursionError, OverflowError, TypeError, ValueError):
+        return None
+    return _size(tree)
+
+
+def _size(sub: Any) -> int:
+    total = 0
+    for op, av in sub:
+        name = str(op)
+        if name in _REPEATS or name == "POSSESSIVE_REPEAT":
+            low, _high, body = av
+            total += max(1, low) * _size(body)
+        elif name == "SUBPATTERN":
+            total += _size(av[-1])
+        elif name == "BRANCH":
+            total += sum(_size(branch) for branch in av[1])
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            total += _size(av[1])
+        elif name == "ATOMIC_GROUP":
+            total += _size(av)
+        else:
+            total += 1
+        if total > MAX_EXPANDED:
+            return MAX_EXPANDED + 1
+    return total
