@@ -21,7 +21,9 @@ from starlette.routing import Mount, Route
 
 from mockllm.dsl.diagnostics import Diagnostic
 from mockllm.dsl.machines.compiled import CompiledLibrary
+from mockllm.runtime.engine.journal import DEFAULT_PAGE, MAX_PAGE
 from mockllm.runtime.providers.common import utf8_json
+from mockllm.server.memory import release_memory
 from mockllm.server.options import ServerOptions
 
 if TYPE_CHECKING:
@@ -136,6 +138,18 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
     return b"".join(parts)
 
 
+def _int_param(request: Request, name: str, default: int, least: int) -> int | Response:
+    """An integer query parameter, or the 400 that says what is wrong with it."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 18 or int(text) < least:
+        shown = json.dumps(raw[:40], ensure_ascii=False)
+        return json_response({"error": f"mockllm: ?{name}= must be an integer of at least {least}, got {shown}"}, 400)
+    return int(text)
+
+
 def scenario_summary(library: CompiledLibrary | None) -> list[dict[str, Any]]:
     if library is None:
         return []
@@ -247,10 +261,22 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
     async def reset(request: Request) -> Response:
         conversation = request.query_params.get("conversation")
         engine.reset(conversation)
+        if conversation is None:
+            release_memory()
         return json_response({"reset": conversation if conversation is not None else "all"})
 
     async def requests(request: Request) -> Response:
-        return json_response(engine.journal())
+        """One page of the journal: ``?limit=`` entries (default 100, at most 1,000) with ids above
+        ``?after=``, oldest first; ``x-mockllm-next-after`` gives the ``after`` of the next page."""
+        limit = _int_param(request, "limit", DEFAULT_PAGE, 1)
+        after = _int_param(request, "after", 0, 0)
+        if isinstance(limit, Response):
+            return limit
+        if isinstance(after, Response):
+            return after
+        entries, next_after = engine.journal_page(min(limit, MAX_PAGE), after)
+        headers = {"x-mockllm-next-after": str(next_after)} if next_after is not None else None
+        return json_response(entries, headers=headers)
 
     async def conversations(request: Request) -> Response:
         return json_response(engine.conversations())

@@ -4,7 +4,8 @@ Conventions in the page:
 - a ```mockllm block must load and check with no error (warnings allowed);
 - a ```mockllm-error block must produce at least one error;
 - a ```json block is a script in the JSON form and must check cleanly; a ```json-error block must fail;
-- a ```text block right after an error block is the exact output of `mockllm check FILE`;
+- a ```text block right after an error block, or after a ```mockllm block with warnings, is the exact
+  output of `mockllm check FILE`;
 - a ```mermaid block is the exact `mockllm graph` output for the closest ```mockllm block before it;
 - a block whose first line is ``# file: NAME`` is saved under NAME, so later blocks can import it;
   a ```json-error NAME fence names a JSON block (JSON has no comments).
@@ -74,9 +75,15 @@ def test_the_page_has_examples_of_every_kind() -> None:
 
 @pytest.mark.parametrize("block", [b for b in SCRIPTS if b.lang not in ERRORS], ids=lambda b: f"line{b.line}")
 def test_examples_check_cleanly(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    diagnostics, sources, _ = _check(block, tmp_path, monkeypatch)
+    diagnostics, sources, files = _check(block, tmp_path, monkeypatch)
     errors = [d for d in diagnostics if d.is_error]
     assert not errors, f"docs/language.md line {block.line}:\n" + render(errors, sources)
+    index = BLOCKS.index(block)
+    following = BLOCKS[index + 1] if index + 1 < len(BLOCKS) else None
+    if following is not None and following.lang == "text":  # the warnings `mockllm check` prints
+        ordered = sorted(diagnostics, key=sort_key)
+        expected = render(ordered, sources) + "\n\n" + summary(ordered, files) + "\n"
+        assert following.text == expected, f"docs/language.md line {following.line} must show:\n{expected}"
 
 
 @pytest.mark.parametrize("block", [b for b in SCRIPTS if b.lang in ERRORS], ids=lambda b: f"line{b.line}")

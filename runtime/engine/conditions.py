@@ -333,11 +333,38 @@ def holds(cond: Condition, chat: ChatRequest) -> bool:
 
 
 def evaluate(cond: Condition, chat: ChatRequest) -> tuple[bool, str]:
-    """Whether ``cond`` holds for ``chat``, and the value seen, rendered for people."""
+    """Whether ``cond`` holds for ``chat``, and the value seen, rendered for people (a credential
+    header's value masked: the text goes to the log, the journal and the no-match report)."""
     v = _subject_of(cond, chat)
     if cond.subject.kind in _EACH and not v:
         return _check(cond, v), "absent"
+    if is_secret(cond.subject) and isinstance(v, str):
+        return _check(cond, v), mask_secret(v)
     return _check(cond, v), show(v)
+
+
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie"})
+
+
+def is_secret(subject: Subject) -> bool:
+    """Whether ``subject`` reads a header that carries a credential."""
+    return subject.kind == "header" and (subject.arg or "").strip().lower() in SECRET_HEADERS
+
+
+def mask_secret(value: str) -> str:
+    """A credential as reports show it: its scheme and first four characters, then its length
+    (``"Bearer sk-l…" (masked, 51 characters)``), enough to tell two keys apart, not to use one."""
+    scheme, sep, rest = value.strip().partition(" ")
+    prefix, secret = (
+        (scheme + " ", rest.strip())
+        if sep and scheme.lower() in ("bearer", "basic", "token")
+        else (
+            "",
+            value.strip(),
+        )
+    )
+    shown = secret[:4] if len(secret) > 8 else ""
+    return f'"{prefix}{shown}…" (masked, {len(value)} characters)'
 
 
 def capture(cap: Capture, chat: ChatRequest) -> str | None:
@@ -357,10 +384,12 @@ def capture(cap: Capture, chat: ChatRequest) -> str | None:
 
 
 def capture_seen(cap: Capture, chat: ChatRequest) -> str:
-    """The value a failed capture searched, rendered for people."""
+    """The value a failed capture searched, rendered for people (credentials masked)."""
     v = subject_value(cap.subject, chat)
     if cap.subject.kind in _EACH and not v:
         return "absent"
+    if is_secret(cap.subject) and isinstance(v, str):
+        return mask_secret(v)
     return show(v)
 
 

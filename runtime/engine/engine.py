@@ -30,8 +30,15 @@ from mockllm.runtime.engine.conversations import (
     MachineState,
     ResponseStore,
     conversation_key,
+    stored_key,
 )
-from mockllm.runtime.engine.journal import Journal, JournalEntry
+from mockllm.runtime.engine.journal import (
+    DEFAULT_ENTRY_BODY_BYTES,
+    DEFAULT_PAGE,
+    DEFAULT_TOTAL_BYTES,
+    Journal,
+    JournalEntry,
+)
 from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
 from mockllm.runtime.engine.timed_regex import RegexTimeout
@@ -306,12 +313,16 @@ class Engine:
         max_conversations: int = 10_000,
         idle_seconds: float = 3600.0,
         journal_limit: int = 10_000,
+        journal_entry_body_bytes: int = DEFAULT_ENTRY_BODY_BYTES,
+        journal_total_bytes: int = DEFAULT_TOTAL_BYTES,
     ) -> None:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._lock = threading.Lock()  # generations, used steps, response counter
         self._table = ConversationTable(self._clock, max_conversations, idle_seconds)
         self._responses = ResponseStore(self._clock, max_conversations, idle_seconds)
-        self._journal = Journal(journal_limit)
+        self._journal = Journal(
+            journal_limit, entry_body_bytes=journal_entry_body_bytes, total_bytes=journal_total_bytes
+        )
         self._generation = 0
         self._used: set[tuple[str, int, int]] = set()  # (machine, generation, step index)
         self._issued = 0
@@ -358,7 +369,8 @@ class Engine:
             if stored is None:
                 return chat, conversation_key(chat), prev
             chat = attrs.evolve(chat, messages=resolve_tool_names(stored.history + chat.messages))
-            return chat, chat.header(CONVERSATION_HEADER) or stored.conversation, None
+            explicit = chat.header(CONVERSATION_HEADER)
+            return chat, stored_key(explicit) if explicit else stored.conversation, None
         return chat, conversation_key(chat), None
 
     def _select(
@@ -603,12 +615,18 @@ class Engine:
             with self._lock:
                 self._used.clear()
             return
-        self._table.drop(conversation)
-        self._responses.drop_conversation(conversation)
-        self._journal.drop_conversation(conversation)
+        key = stored_key(conversation)  # the header value as sent, or the key the views show
+        self._table.drop(key)
+        self._responses.drop_conversation(key)
+        self._journal.drop_conversation(key)
 
     def journal(self) -> list[dict[str, Any]]:
         return self._journal.to_json()
+
+    def journal_page(self, limit: int = DEFAULT_PAGE, after: int = 0) -> tuple[list[dict[str, Any]], int | None]:
+        """One page of the journal, oldest first, and the ``after`` of the next page (see
+        :meth:`Journal.page`)."""
+        return self._journal.page(limit, after)
 
     def conversations(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.conversation_records()]

@@ -1,7 +1,20 @@
-"""The request journal: one entry per answered request, newest last, bounded."""
+"""The request journal: one entry per answered request, newest last, bounded in count and in bytes.
+
+A request body is kept (for unmatched requests and failed expectations) as compact JSON *text*, not
+as the parsed objects: a 200 KB body parsed into dicts and lists costs several times its size in small
+objects the allocator never hands back, so 2,000 such requests took the server from 36 to 439 MB and
+a reset released none of it (issue 12). As text, each body is one allocation, its size is known, and:
+
+- a body longer than ``entry_body_bytes`` keeps only its first ``entry_body_bytes`` characters, and
+  the entry says ``body_truncated`` and the full ``body_bytes``;
+- the journal as a whole keeps at most ``total_bytes`` (bodies plus a fixed allowance per entry):
+  past it, and past ``limit`` entries, the oldest entries go first.
+
+Every entry passes through :meth:`Journal.add`, whoever writes it, so the caps cover them all."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -33,6 +46,10 @@ class JournalEntry:
     client_gone: bool = False
     note: str | None = None
     body: Any = None  # the request body, kept for unmatched requests and failed expectations only
+    # set by Journal.add: the body as compact JSON text (cut to the per-entry cap) and its full size
+    body_text: str | None = None
+    body_bytes: int | None = None
+    body_truncated: bool = False
 
     @property
     def unmatched(self) -> bool:
@@ -63,6 +80,8 @@ class JournalEntry:
             client_gone=bool(data.get("client_gone", False)),
             note=data.get("note"),
             body=data.get("body"),
+            body_bytes=data.get("body_bytes"),
+            body_truncated=bool(data.get("body_truncated", False)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -86,16 +105,60 @@ class JournalEntry:
             "client_gone": self.client_gone,
             "note": self.note,
             "response_id": self.response_id,
-            "body": self.body,
+            "body": self._body_json(),
+            "body_bytes": self.body_bytes,
+            "body_truncated": self.body_truncated,
         }
+
+    def _body_json(self) -> Any:
+        if self.body_text is None:
+            return self.body
+        if self.body_truncated:
+            return self.body_text  # the first characters of the JSON text, as a string
+        return json.loads(self.body_text)
+
+    def keep_body(self, cap: int) -> int:
+        """Store the body as JSON text, cut to ``cap`` characters; the bytes it now costs."""
+        if self.body is None or self.body_text is not None:
+            return len(self.body_text or "")
+        text = json.dumps(self.body, ensure_ascii=False, separators=(",", ":"), default=str)
+        self.body = None
+        self.body_bytes = len(text.encode("utf-8", "surrogatepass"))
+        if len(text) > cap:
+            text = text[:cap]
+            self.body_truncated = True
+        self.body_text = text
+        return len(text)
+
+
+ENTRY_ALLOWANCE = 1024  # bytes counted per entry besides its body: the fields and a no-match report
+DEFAULT_ENTRY_BODY_BYTES = 64 * 1024
+DEFAULT_TOTAL_BYTES = 32 * 1024 * 1024
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
 
 
 class Journal:
-    def __init__(self, limit: int) -> None:
+    def __init__(
+        self,
+        limit: int,
+        *,
+        entry_body_bytes: int = DEFAULT_ENTRY_BODY_BYTES,
+        total_bytes: int = DEFAULT_TOTAL_BYTES,
+    ) -> None:
         self._limit = max(1, limit)
+        self._entry_body_bytes = max(0, entry_body_bytes)
+        self._total_bytes = max(ENTRY_ALLOWANCE, total_bytes)
         self._lock = threading.Lock()
         self._entries: OrderedDict[int, JournalEntry] = OrderedDict()
+        self._cost: dict[int, int] = {}
+        self._bytes = 0
         self._next = 1
+
+    @property
+    def bytes(self) -> int:
+        """What the kept entries count against ``total_bytes``."""
+        return self._bytes
 
     def next_id(self) -> int:
         with self._lock:
@@ -104,10 +167,14 @@ class Journal:
             return n
 
     def add(self, entry: JournalEntry) -> None:
+        cost = ENTRY_ALLOWANCE + entry.keep_body(self._entry_body_bytes)  # outside the lock: may be large
         with self._lock:
             self._entries[entry.id] = entry
-            while len(self._entries) > self._limit:
-                self._entries.popitem(last=False)
+            self._cost[entry.id] = cost
+            self._bytes += cost
+            while len(self._entries) > 1 and (len(self._entries) > self._limit or self._bytes > self._total_bytes):
+                old, _ = self._entries.popitem(last=False)
+                self._bytes -= self._cost.pop(old)
 
     def finish(self, entry_id: int, status: int, client_gone: bool = False, note: str | None = None) -> None:
         with self._lock:
@@ -124,14 +191,32 @@ class Journal:
             return list(self._entries.values())
 
     def to_json(self) -> list[dict[str, Any]]:
+        return [e.to_json() for e in self.entries()]
+
+    def page(self, limit: int = DEFAULT_PAGE, after: int = 0) -> tuple[list[dict[str, Any]], int | None]:
+        """Up to ``limit`` entries (at most :data:`MAX_PAGE`) with ids above ``after``, oldest first, and
+        the id to ask ``after`` for the next page (None when this page reaches the newest entry)."""
+        limit = max(1, min(limit, MAX_PAGE))
         with self._lock:
-            return [e.to_json() for e in self._entries.values()]
+            picked: list[JournalEntry] = []
+            more = False
+            for entry_id, entry in self._entries.items():  # ids ascend: skip to `after`, then take
+                if entry_id <= after:
+                    continue
+                if len(picked) == limit:
+                    more = True
+                    break
+                picked.append(entry)
+        return [e.to_json() for e in picked], (picked[-1].id if more and picked else None)
 
     def drop_conversation(self, conversation: str) -> None:
         with self._lock:
             for k in [k for k, e in self._entries.items() if e.conversation == conversation]:
                 del self._entries[k]
+                self._bytes -= self._cost.pop(k)
 
     def clear(self) -> None:
         with self._lock:
-            self._entries.clear()
+            self._entries = OrderedDict()
+            self._cost = {}
+            self._bytes = 0

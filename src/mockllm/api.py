@@ -409,7 +409,14 @@ class MockServer:
         (``scenario``, ``step``, ``location``), or ``fallback`` / ``echo``, or its ``no_match`` report."""
         from mockllm.runtime.engine.journal import JournalEntry
 
-        return [JournalEntry.from_json(e) for e in self._get("/requests")]
+        out: list[JournalEntry] = []
+        after = 0
+        while True:  # the admin API pages the journal (at most 1,000 entries a page): read every page
+            page = self._get(f"/requests?limit=1000&after={after}")
+            out.extend(JournalEntry.from_json(e) for e in page)
+            if len(page) < 1000:
+                return out
+            after = page[-1]["id"]
 
     def conversations(self) -> list[ConversationRecord]:
         """Each live conversation with every scenario's position, use counts and captures in it

@@ -1,0 +1,201 @@
+"""Memory that comes back (issue 12): journal bodies capped per entry and in total, released on reset,
+the journal read a page at a time, conversation keys of a fixed size, and credentials masked
+wherever a report shows a header's value."""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import compile_text
+
+from mockllm.runtime.engine.conversations import KEY_CHARS, stored_key
+from mockllm.runtime.engine.engine import Engine
+from mockllm.runtime.engine.journal import ENTRY_ALLOWANCE, Journal, JournalEntry
+from mockllm.runtime.request import ChatRequest, Message
+from mockllm.server.background import BackgroundServer
+
+Serve = Callable[..., AbstractContextManager[BackgroundServer]]
+
+NEVER = (
+    'scenario "s":\n    step a:\n        when:\n            model is "never"\n        reply:\n            text "x"\n'
+)
+
+
+def entry(i: int, body: Any = None, conversation: str = "c") -> JournalEntry:
+    return JournalEntry(i, 0.0, conversation, "openai", "/v1/chat/completions", "m", False, 404, body=body)
+
+
+def test_a_body_past_the_entry_cap_keeps_its_start_and_says_so() -> None:
+    journal = Journal(100, entry_body_bytes=50)
+    journal.add(entry(1, {"text": "x" * 200}))
+    journal.add(entry(2, {"text": "short"}))
+    long, short = journal.to_json()
+    assert long["body_truncated"] is True
+    assert long["body"] == '{"text":"' + "x" * 41
+    assert long["body_bytes"] == len('{"text":""}') + 200
+    assert short["body"] == {"text": "short"} and short["body_truncated"] is False and short["body_bytes"] == 16
+
+
+def test_the_total_cap_drops_the_oldest_entries_first() -> None:
+    journal = Journal(1000, entry_body_bytes=10_000, total_bytes=5 * (ENTRY_ALLOWANCE + 1_000))
+    for i in range(1, 21):
+        journal.add(entry(i, "y" * 998))  # 1,000 characters of JSON text each
+    assert [e.id for e in journal.entries()] == [16, 17, 18, 19, 20]
+    assert journal.bytes == 5 * (ENTRY_ALLOWANCE + 1_000)
+    journal.drop_conversation("c")
+    assert journal.bytes == 0 and journal.entries() == []
+
+
+def test_pages_follow_ids_oldest_first() -> None:
+    journal = Journal(100)
+    for i in range(1, 8):
+        journal.add(entry(i))
+    first, after = journal.page(3)
+    assert [e["id"] for e in first] == [1, 2, 3] and after == 3
+    second, after = journal.page(3, 3)
+    assert [e["id"] for e in second] == [4, 5, 6] and after == 6
+    last, after = journal.page(3, 6)
+    assert [e["id"] for e in last] == [7] and after is None
+    assert journal.page(3, 7) == ([], None)
+
+
+@pytest.fixture
+def unmatched_server(serve: Serve) -> Iterator[BackgroundServer]:
+    with serve(NEVER, no_auth=True) as server:
+        yield server
+
+
+def _unmatched(client: httpx.Client, text: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}
+    return client.post("/v1/chat/completions", json=body, headers=headers)
+
+
+def test_the_admin_api_pages_the_journal(unmatched_server: BackgroundServer) -> None:
+    with httpx.Client(base_url=unmatched_server.url, timeout=30) as client:
+        for i in range(105):
+            assert _unmatched(client, f"request {i}").status_code == 404
+        default = client.get("/_mockllm/requests")
+        assert len(default.json()) == 100 and default.headers["x-mockllm-next-after"] == "100"
+        rest = client.get("/_mockllm/requests", params={"after": "100"})
+        assert [e["id"] for e in rest.json()] == [101, 102, 103, 104, 105]
+        assert "x-mockllm-next-after" not in rest.headers
+        two = client.get("/_mockllm/requests?limit=2&after=103")
+        assert [e["body"]["messages"][0]["content"] for e in two.json()] == ["request 103", "request 104"]
+        bad = client.get("/_mockllm/requests?limit=0")
+        assert bad.status_code == 400
+        assert bad.json() == {"error": 'mockllm: ?limit= must be an integer of at least 1, got "0"'}
+
+
+def test_a_long_conversation_header_is_kept_as_a_fixed_size_key(unmatched_server: BackgroundServer) -> None:
+    header = "run-42/" + "z" * 10_000
+    with httpx.Client(base_url=unmatched_server.url, timeout=30) as client:
+        _unmatched(client, "hi", {"x-mockllm-conversation": header})
+        (entry_json,) = client.get("/_mockllm/requests").json()
+        key = entry_json["conversation"]
+        assert len(key) <= KEY_CHARS and key.startswith("run-42/zzz") and key == stored_key(header)
+        assert [c["conversation"] for c in client.get("/_mockllm/conversations").json()] == [key]
+        client.post("/_mockllm/reset", params={"conversation": header})  # the value as sent works
+        assert client.get("/_mockllm/conversations").json() == []
+        _unmatched(client, "hi", {"x-mockllm-conversation": header})
+        client.post("/_mockllm/reset", params={"conversation": key})  # and so does the key shown
+        assert client.get("/_mockllm/conversations").json() == []
+
+
+def _memory_of_conversations(key_chars: int) -> int:
+    """Bytes still allocated after 300 conversations, each named by a header of ``key_chars``."""
+    engine = Engine(compile_text(NEVER))
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(300):
+        name = f"{i:04d}" + "k" * key_chars
+        headers = {"x-mockllm-conversation": name}
+        chat = ChatRequest("openai", "/v1/chat/completions", "m", False, (Message("user", "hi"),), headers=headers)
+        engine.handle(chat)
+        del chat, name, headers
+    used = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert len(engine.conversations()) == 300
+    return used
+
+
+def test_per_conversation_memory_does_not_depend_on_key_size() -> None:
+    short, long = _memory_of_conversations(10), _memory_of_conversations(10_000)
+    assert long < short * 1.5, f"300 conversations: {short} bytes with short keys, {long} with 10,000-character keys"
+
+
+def test_credentials_are_masked_in_reports_the_journal_and_the_log(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = 'scenario "keyed":\n    step a:\n        when:\n            header "authorization" is "Bearer sk-right"\n'
+    script += '        expect:\n            header "x-api-key" is "k-right"\n'
+    script += '        reply:\n            text "x"\n'
+    caplog.set_level(logging.INFO)
+    secret = "sk-live-SECRET-0123456789"
+    with serve(script, no_auth=True) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        missed = _unmatched(client, "hi", {"authorization": f"Bearer {secret}"})
+        assert missed.status_code == 404
+        assert '"Bearer sk-l…" (masked, 32 characters)' in missed.json()["error"]["message"]
+        failed = _unmatched(client, "hi", {"authorization": "Bearer sk-right", "x-api-key": secret})
+        assert failed.status_code == 400
+        assert '"sk-l…" (masked, 25 characters)' in failed.json()["error"]["message"]
+        seen = client.get("/_mockllm/requests").text + client.get("/_mockllm/verify").text
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    for where in (missed.text, failed.text, seen, logged):
+        assert "SECRET" not in where
+
+
+# ------------------------------------------------------------------------------------------------
+# RSS over a bounded run, in a server subprocess
+
+
+def _rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    found = re.search(r"VmRSS:\s+(\d+)", status)
+    assert found is not None
+    return int(found.group(1)) / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="RSS is read from /proc (Linux)")
+def test_rss_returns_near_its_start_after_reset(tmp_path: Path) -> None:
+    """400 unmatched requests with 200 KB bodies: the journal keeps at most its 32 MB cap (it kept every
+    parsed body: +110 MB), and a reset hands the memory back (it released none). Generous margins."""
+    script = tmp_path / "never.mockllm"
+    script.write_text(NEVER, encoding="utf-8")
+    argv = [sys.executable, "-m", "mockllm", "serve", str(script), "--port", "0", "--no-auth"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        found = re.search(r"(http://\S+)", proc.stdout.readline())
+        assert found is not None, "the server printed no listening line"
+        with httpx.Client(base_url=found.group(1), timeout=60) as client:
+            client.get("/_mockllm/health")
+            start = _rss_mb(proc.pid)
+            big = "x" * 200_000
+            for i in range(400):
+                assert _unmatched(client, big + str(i)).status_code == 404
+            after = 0
+            while True:
+                page = client.get("/_mockllm/requests", params={"limit": 1000, "after": after})
+                if "x-mockllm-next-after" not in page.headers:
+                    break
+                after = int(page.headers["x-mockllm-next-after"])
+            grown = _rss_mb(proc.pid) - start
+            client.post("/_mockllm/reset")
+            time.sleep(0.2)
+            kept = _rss_mb(proc.pid) - start
+        assert grown < 80, f"RSS grew {grown:.0f} MB over 400 requests of 200 KB"
+        assert kept < 20, f"RSS still {kept:.0f} MB above its start after reset (it had grown {grown:.0f} MB)"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
