@@ -1201,7 +1201,20 @@ def shortfalls(rows: Sequence[Row]) -> list[str]:
     return out
 
 
-def document(rows: Sequence[Row], note_lines: Sequence[str]) -> str:
+KEPT_MARKER = "<!-- Below: sections written from other bench/ scripts; bench/run.py keeps them as they are. -->"
+
+
+def kept_sections(out: Path | None) -> list[str]:
+    """The part of an existing page from :data:`KEPT_MARKER` on (robustness measurements from
+    bench/bench_compile.py, bench/fuzz_server.py and bench/journal_memory.py), to write back unchanged."""
+    if out is None or not out.exists():
+        return []
+    text = out.read_text(encoding="utf-8")
+    at = text.find(KEPT_MARKER)
+    return ["", text[at:].rstrip("\n"), ""] if at >= 0 else []
+
+
+def document(rows: Sequence[Row], note_lines: Sequence[str], kept: Sequence[str] = ()) -> str:
     parts = [
         "# Performance",
         "",
@@ -1215,6 +1228,7 @@ def document(rows: Sequence[Row], note_lines: Sequence[str]) -> str:
         "",
         *shortfalls(rows),
         METHOD,
+        *kept,
     ]
     return "\n".join(parts)
 
@@ -1317,7 +1331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"to this file (this run measured only {', '.join(sorted(only))})."
             )
     rows.sort(key=lambda r: r.num)
-    text = document(rows, note_lines)
+    text = document(rows, note_lines, kept_sections(out))
     print(text)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
