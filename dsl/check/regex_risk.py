@@ -18,11 +18,16 @@ def nested_quantifier(pattern: str, flags: int = 0) -> bool:
     in length: ``(a+)+``, ``(\\w+\\s?)*``. A piece with a fixed part between its repetitions, as in
     ``(\\d+,)*``, splits the text one way only and is not counted; nor are atomic groups and
     possessive repeats, which never backtrack."""
+    tree = _parse(pattern, flags)
+    return tree is not None and _walk(tree)
+
+
+def _parse(pattern: str, flags: int) -> Any:
+    """``re``'s parse tree of ``pattern``, or None when it does not parse."""
     try:
-        tree = _sre.parse(pattern, flags)
+        return _sre.parse(pattern, flags)
     except (re.error, RecursionError, OverflowError, TypeError, ValueError):
-        return False
-    return _walk(tree)
+        return None
 
 
 def _walk(sub: Any) -> bool:
@@ -73,11 +78,8 @@ def expanded_size(pattern: str, flags: int = 0) -> int | None:
     """How many pieces ``pattern`` unrolls to when its counted repeats are written out (the `regex`
     package unrolls ``(a{1000}){1000}`` into a million nodes: 280 MB), or None when it does not
     parse. The count stops growing once past :data:`MAX_EXPANDED`."""
-    try:
-        tree = _sre.parse(pattern, flags)
-    except (re.error, RecursionError, OverflowError, TypeError, ValueError):
-        return None
-    return _size(tree)
+    tree = _parse(pattern, flags)
+    return None if tree is None else _size(tree)
 
 
 def _size(sub: Any) -> int:

@@ -86,38 +86,38 @@ def steps_repeatable(sc: Scenario) -> list[bool]:
     return [(step.consumption.max_uses or 2) > 1 for step in sc.steps]
 
 
-class StepCaptures(Collection[str]):
-    """The captures one step may use (a view: nothing is copied per step)."""
+class _View(Collection[str]):
+    """A set of one step's capture names, decided by a test on the scenario (nothing copied per step)."""
 
     def __init__(self, scenario: ScenarioCaptures, index: int) -> None:
         self._scenario = scenario
         self._index = index
 
+    def _has(self, name: str) -> bool:
+        raise NotImplementedError
+
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self._scenario.visible(self._index, name)
+        return isinstance(name, str) and self._has(name)
 
     def __iter__(self) -> Iterator[str]:
-        return (name for name in self._scenario.first if self._scenario.visible(self._index, name))
+        return (name for name in self._scenario.first if self._has(name))
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
 
-class EarlierCaptures(Collection[str]):
-    """The captures taken before one step runs (what its conditions may read): a view."""
+class StepCaptures(_View):
+    """The captures one step's templates may use."""
 
-    def __init__(self, scenario: ScenarioCaptures, index: int) -> None:
-        self._scenario = scenario
-        self._index = index
+    def _has(self, name: str) -> bool:
+        return self._scenario.visible(self._index, name)
 
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self._scenario.earlier(self._index, name)
 
-    def __iter__(self) -> Iterator[str]:
-        return (name for name in self._scenario.first if self._scenario.earlier(self._index, name))
+class EarlierCaptures(_View):
+    """The captures taken before one step runs (what its conditions may read)."""
 
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
+    def _has(self, name: str) -> bool:
+        return self._scenario.earlier(self._index, name)
 
 
 class LaterCaptures(Mapping[str, str]):
