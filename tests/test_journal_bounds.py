@@ -199,3 +199,14 @@ def test_rss_returns_near_its_start_after_reset(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_capture_from_a_credential_header_is_masked_in_the_conversations_view(serve: Serve) -> None:
+    script = 'scenario "keyed":\n    step a:\n        always\n'
+    script += '        capture token from header "authorization" /Bearer (.+)/\n'
+    script += '        reply:\n            text "token {{token}}"\n'
+    with serve(script, no_auth=True) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        reply = _unmatched(client, "hi", {"authorization": "Bearer sk-live-SECRET-0123456789"})
+        assert reply.json()["choices"][0]["message"]["content"] == "token sk-live-SECRET-0123456789"
+        (conversation,) = client.get("/_mockllm/conversations").json()
+        assert conversation["machines"][0]["captures"] == {"token": '"sk-l…" (masked, 25 characters)'}

@@ -20,7 +20,17 @@ from mockllm.dsl.span import NO_SPAN, Span
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.nodes import Condition, Echo, ReplyBlock, Subject
 from mockllm.runtime.clock import Clock, SystemClock
-from mockllm.runtime.engine.conditions import bind, bind_all, capture, evaluate, holds, subject_value, template_names
+from mockllm.runtime.engine.conditions import (
+    bind,
+    bind_all,
+    capture,
+    evaluate,
+    holds,
+    is_secret,
+    mask_secret,
+    subject_value,
+    template_names,
+)
 from mockllm.runtime.engine.conversations import (
     CONVERSATION_HEADER,
     Conversation,
@@ -636,6 +646,12 @@ class Engine:
         loaded = self._loaded
         now = self._clock.monotonic()
         out: list[ConversationRecord] = []
+        secret: dict[str, set[str]] = {}  # per scenario: the captures taken from a credential header
+        if loaded is not None:
+            for machine in loaded.library.machines:
+                names = {c.name for st in machine.steps for c in st.captures if is_secret(c.subject)}
+                if names:
+                    secret[machine.name] = names
         for conv in self._table.snapshot():
             with conv.lock:
                 states = dict(conv.states) if conv.states is not None else {}
@@ -647,7 +663,10 @@ class Engine:
                         continue
                     uses = {machine.steps[i].name: k for i, k in state.uses if i < len(machine.steps)}
                     position = position_name(machine, state.position)
-                    machines.append(MachineRecord(machine.name, position, uses, state.captured()))
+                    captures = state.captured()
+                    for name in secret.get(machine.name, ()) & captures.keys():
+                        captures[name] = mask_secret(captures[name])
+                    machines.append(MachineRecord(machine.name, position, uses, captures))
             out.append(ConversationRecord(conv.key, max(0.0, now - conv.last_used), tuple(machines)))
         return out
 
