@@ -15,8 +15,9 @@ from conftest import compile_text
 
 from mockllm.dsl.machines.compiler import compile_library
 from mockllm.dsl.parse.loader import load_text
+from mockllm.errors import RegexTimeout
 from mockllm.runtime.engine.engine import Engine
-from mockllm.runtime.engine.timed_regex import RegexTimeout, compile_pattern, search
+from mockllm.runtime.engine.timed_regex import compile_pattern, search
 from mockllm.runtime.request import ChatRequest, Message
 from mockllm.server.background import BackgroundServer
 

@@ -19,6 +19,7 @@ from mockllm.dsl.machines.compiled import START, CompiledLibrary, CompiledStep, 
 from mockllm.dsl.span import NO_SPAN, Span
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.nodes import Condition, Echo, ReplyBlock, Subject
+from mockllm.errors import RegexTimeout
 from mockllm.runtime.clock import Clock, SystemClock
 from mockllm.runtime.engine.conditions import (
     bind,
@@ -51,7 +52,6 @@ from mockllm.runtime.engine.journal import (
 )
 from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
-from mockllm.runtime.engine.timed_regex import RegexTimeout
 from mockllm.runtime.reply.inputs import default_plan, plan_inputs
 from mockllm.runtime.reply.plan import Plan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply

@@ -17,10 +17,11 @@ import attrs
 from mockllm.dsl.machines.compiled import START, CompiledStep, Machine
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.nodes import Condition
+from mockllm.errors import RegexTimeout
 from mockllm.runtime.engine.conditions import bind, capture, capture_seen, evaluate, template_names
 from mockllm.runtime.engine.conversations import CONVERSATION_HEADER, MachineState
 from mockllm.runtime.engine.outcome import Candidate, FailedCondition, NoMatchReport
-from mockllm.runtime.engine.timed_regex import TIMEOUT_S, RegexTimeout
+from mockllm.runtime.engine.timed_regex import TIMEOUT_S
 from mockllm.runtime.request import ChatRequest
 
 PREFIX = "mockllm: no step matched"

@@ -4,7 +4,7 @@ Python's ``re`` backtracks without limit: a script's ``/(a|aa)+$/`` on forty cha
 schema's ``pattern`` sent by a client, held the event loop (and every other client, health checks
 included) for as long as it ran (issue 12). Every regex mockllm runs on request text therefore goes
 through the `regex` package, whose searches take a ``timeout``: past :data:`TIMEOUT_S` of work a
-search raises :class:`RegexTimeout`, which the engine turns into a clear error for that one request.
+search raises :class:`~mockllm.errors.RegexTimeout`, which the engine turns into a clear error for that one request.
 The `regex` package's default mode (``VERSION0``) reads patterns as ``re`` does."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 import regex
 
 from mockllm.dsl.check.regex_risk import MAX_EXPANDED, expanded_size
+from mockllm.errors import RegexTimeout
 
 TIMEOUT_S = 0.05  # of the process's CPU time, per search: far beyond any sane pattern on chat text
 
@@ -23,26 +24,6 @@ Match = regex.Match[str]
 
 _FLAG_BITS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
 _RE_BITS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
-
-
-class RegexTimeout(Exception):
-    """A search ran past the time bound. ``where`` names the step once the engine knows it."""
-
-    def __init__(self, pattern: str, where: str = "") -> None:
-        super().__init__(pattern)
-        self.pattern = pattern
-        self.where = where
-
-    def at(self, where: str) -> RegexTimeout:
-        return self if self.where else RegexTimeout(self.pattern, where)
-
-    def message(self) -> str:
-        where = f" of {self.where}" if self.where else ""
-        return (
-            f"mockllm: regex timed out: /{self.pattern}/{where} ran for more than {TIMEOUT_S * 1000:.0f} ms "
-            "on this request and was stopped (a nested quantifier such as `(a+)+` backtracks without end); "
-            "simplify the pattern (`mockllm check` warns about such patterns)"
-        )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -74,7 +55,7 @@ def search(rx: Pattern, text: str) -> Match | None:
     try:
         return rx.search(text, timeout=TIMEOUT_S)
     except TimeoutError:
-        raise RegexTimeout(rx.pattern) from None
+        raise RegexTimeout(rx.pattern, limit_ms=TIMEOUT_S * 1000) from None
 
 
 def client_pattern_matches(pattern: str, text: str) -> bool | None:

@@ -34,6 +34,7 @@ __all__ = [
     "MockllmError",
     "NoValue",
     "ProviderError",
+    "RegexTimeout",
     "ScriptSyntaxError",
     "ServerError",
     "TemplateError",
@@ -117,6 +118,28 @@ class TemplateError(MockllmError, ValueError):
     def __init__(self, message: str, offset: int):
         super().__init__(message)
         self.offset = offset  # character offset in the string where the problem is
+
+
+class RegexTimeout(MockllmError):
+    """A regex search ran past its time bound (``runtime/engine/timed_regex.py``). ``where`` names the
+    step once the engine knows it; the engine turns it into an error answer for that one request."""
+
+    def __init__(self, pattern: str, where: str = "", limit_ms: float = 0.0) -> None:
+        super().__init__(pattern)
+        self.pattern = pattern
+        self.where = where
+        self.limit_ms = limit_ms
+
+    def at(self, where: str) -> RegexTimeout:
+        return self if self.where else RegexTimeout(self.pattern, where, self.limit_ms)
+
+    def message(self) -> str:
+        where = f" of {self.where}" if self.where else ""
+        return (
+            f"mockllm: regex timed out: /{self.pattern}/{where} ran for more than {self.limit_ms:.0f} ms "
+            "on this request and was stopped (a nested quantifier such as `(a+)+` backtracks without end); "
+            "simplify the pattern (`mockllm check` warns about such patterns)"
+        )
 
 
 class ProviderError(MockllmError):
