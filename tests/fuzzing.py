@@ -163,6 +163,20 @@ def _ollama_body() -> st.SearchStrategy[Any]:
     )
 
 
+def _inputs_body(field: str) -> st.SearchStrategy[Any]:
+    """Embeddings and moderations: a model and the text(s) to embed or classify."""
+    return st.fixed_dictionaries(
+        {"model": _maybe(words | texts), field: _maybe(user_text | st.lists(user_text, max_size=3))},
+        optional={"encoding_format": st.sampled_from(["float", "base64"]) | json_values, "dimensions": numbers},
+    )
+
+
+def _gemini_embed_body() -> st.SearchStrategy[Any]:
+    content = st.fixed_dictionaries({"parts": st.lists(st.fixed_dictionaries({"text": user_text}), max_size=2)})
+    one = st.fixed_dictionaries({"content": _maybe(content)}, optional={"model": texts})
+    return one | st.fixed_dictionaries({"requests": _maybe(st.lists(one, max_size=2))})
+
+
 @attrs.frozen
 class Case:
     method: str
@@ -206,9 +220,11 @@ def _gemini_case() -> st.SearchStrategy[Case]:
             "POST", f"/{prefix}/models/{_quote(model)}:{method}", _json_text(value, ascii_only), tuple(AUTH.items())
         ),
         words | texts,
-        st.sampled_from(["generateContent", "streamGenerateContent", "countTokens"]),
+        st.sampled_from(
+            ["generateContent", "streamGenerateContent", "countTokens", "embedContent", "batchEmbedContents"]
+        ),
         st.sampled_from(["v1beta", "v1"]),
-        _gemini_body() | json_values,
+        _gemini_body() | _gemini_embed_body() | json_values,
         st.booleans(),
     )
 
@@ -250,6 +266,10 @@ def requests() -> st.SearchStrategy[Case]:
         _post("/v1/messages", _anthropic_body()),
         _post("/v1/messages/count_tokens", _anthropic_body()),
         _post("/api/chat", _ollama_body()),
+        _post("/v1/embeddings", _inputs_body("input")),
+        _post("/v1/moderations", _inputs_body("input")),
+        _post("/api/embed", _inputs_body("input")),
+        _post("/api/embeddings", _inputs_body("prompt")),
         _gemini_case(),
         _get_case(),
         _admin_case(),
