@@ -21,7 +21,7 @@ SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8")
 LAYERS = (
     ("mockllm.dsl", "mockllm.grammar", "mockllm.errors"),  # text → tree → checks → machines
     ("mockllm.runtime",),  # engine, reply plan, echo (but not the providers)
-    ("mockllm.runtime.providers",),  # the wire formats
+    ("mockllm.runtime.providers", "mockllm.runtime.recording"),  # the wire formats; recorded wire → scripts
     ("mockllm.server",),  # HTTP
     ("mockllm",),  # the Python API, the CLI, the pytest plugin
 )

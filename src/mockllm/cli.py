@@ -1,4 +1,4 @@
-"""The ``mockllm`` command: check, fmt, graph, convert, serve, explain, lsp.
+"""The ``mockllm`` command: check, fmt, graph, convert, serve, explain, lsp, import, record.
 
 Every command returns an exit code: 0 success, 1 the user's files or request have problems (reported
 as diagnostics), 2 bad usage or an internal error. Without ``--debug`` no traceback ever reaches the
@@ -464,6 +464,39 @@ def build_parser() -> argparse.ArgumentParser:
         "go to definition, symbols and formatting for .mockllm files. Needs the `lsp` extra.",
     )
     p.set_defaults(func=_cmd_lsp)
+
+    p = sub.add_parser(
+        "import",
+        parents=[debug],
+        help="turn VCR cassettes, HAR files and JSON pairs into .mockllm scripts",
+        description="Turn recorded HTTP traffic (VCR.py / pytest-recording YAML cassettes, HAR 1.2 files, "
+        "JSON request/response pairs) into readable .mockllm scripts, one per conversation.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="cassette files or directories of them")
+    p.add_argument("--out", required=True, metavar="DIR", help="where to write the scripts")
+    p.set_defaults(func=_delegate("mockllm.recording", "import_command"))
+
+    p = sub.add_parser(
+        "record",
+        parents=[debug],
+        help="a recording proxy: forward to the real APIs, write each conversation as a script",
+        description="Serve every provider route on one port, forward each request to the provider's API "
+        "and stream its answer back, writing each completed exchange into a .mockllm script per conversation.",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="where to write the scripts")
+    p.add_argument(
+        "--upstream",
+        action="append",
+        default=[],
+        metavar="URL|PROVIDER=URL",
+        help="where to forward: one base URL for every provider, or PROVIDER=URL (repeatable; "
+        "providers: openai, responses, anthropic, gemini, ollama); default: each provider's public API",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    p.add_argument("--port", type=_port, default=8080, help="default: 8080; 0 picks a free port")
+    p.add_argument("--keep-timing", action="store_true", help="write the measured latency and chunk spacing")
+    p.add_argument("--timeout", type=_seconds, default=600.0, help="upstream read timeout in seconds; default: 600")
+    p.set_defaults(func=_delegate("mockllm.server.recorder", "record_command"))
     return parser
 
 

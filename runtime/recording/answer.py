@@ -1,0 +1,107 @@
+"""What a provider answered, provider-neutral: the facts a reply element can reproduce."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from mockllm.dsl.tree.nodes import FinishReason
+
+
+@attrs.frozen
+class Call:
+    name: str
+    arguments: Any
+    id: str | None = None
+
+
+@attrs.frozen
+class Answer:
+    """``text_chunks`` holds the text as it arrived (one piece when not streamed); ``events`` counts a
+    stream's content events (what ``disconnect after N chunks`` counts)."""
+
+    text_chunks: tuple[str, ...] = ()
+    thinking: str = ""
+    refusal: str = ""
+    calls: tuple[Call, ...] = ()
+    finish: FinishReason | None = None
+    usage: tuple[int, int] | None = None
+    response_id: str | None = None
+    error: str | None = None  # an in-band stream error's message
+    events: int = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_chunks)
+
+
+def parse_arguments(raw: Any) -> Any:
+    """Tool arguments as JSON: a string that parses is parsed (OpenAI sends them as text)."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return raw
+    return raw if raw is not None else {}
+
+
+def load_json(body: bytes) -> Any:
+    try:
+        return json.loads(body.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+
+
+def sse_events(body: bytes) -> list[tuple[str | None, Any]]:
+    """The events of an SSE body, in order: (event name or None, parsed data). ``[DONE]`` and data
+    that is not JSON are left out."""
+    out: list[tuple[str | None, Any]] = []
+    event: str | None = None
+    data: list[str] = []
+    for line in [*body.decode("utf-8", "replace").splitlines(), ""]:
+        if not line:
+            if data:
+                text = "\n".join(data)
+                if text.strip() != "[DONE]":
+                    try:
+                        out.append((event, json.loads(text)))
+                    except ValueError:
+                        pass
+            event, data = None, []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+    return out
+
+
+def ndjson(body: bytes) -> list[Any]:
+    out = []
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+    return out
+
+
+def error_message(body: bytes) -> str:
+    """The message of an error body, whatever the provider's shape; the raw text when it is not JSON."""
+    data = load_json(body)
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+        if isinstance(data.get("message"), str):
+            return str(data["message"])
+    text = body.decode("utf-8", "replace").strip()
+    return text[:500] if text else "error"
+
+
+def number(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

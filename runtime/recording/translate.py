@@ -1,0 +1,284 @@
+"""Recorded exchanges → one syntax tree per conversation (printed by :mod:`mockllm.dsl.format.formatter`).
+
+Conversations are grouped by the keys serving uses (server spec §3): the ``x-mockllm-conversation``
+header, else the fingerprint of the opening; a Responses request with ``previous_response_id``
+continues the conversation whose answer had that id. Each conversation becomes one file holding one
+scenario whose steps are its requests in order: the scenario's ``when:`` names the provider and model,
+each step's names the new user message (a ``contains`` of its first words when long) or the tool
+results it carries; its reply reproduces what the API answered."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from mockllm.dsl.tree import nodes as n
+from mockllm.errors import ProviderError
+from mockllm.runtime.engine.conversations import CONVERSATION_HEADER, fingerprint
+from mockllm.runtime.recording.answer import Answer, error_message
+from mockllm.runtime.recording.exchange import Exchange
+from mockllm.runtime.recording.readers import READERS, provider_for
+from mockllm.runtime.reply.planner import split_text
+from mockllm.runtime.request import ChatRequest, HttpRequest, Message, resolve_tool_names
+
+__all__ = ["Conversation", "Script", "Turn", "conversations", "read_exchange", "scripts"]
+
+#: Longer user messages (or any holding a newline) become a ``contains`` of their first words.
+LONG_MESSAGE = 80
+_CONTAINS_CHARS = 48
+_STOPWORDS = frozenset(
+    "a an and are at be can could do does for from hi hello how i in is it me my of on or please tell "
+    "that the this to was what when where which who why will with would you your".split()
+)
+_IDS_ON_WIRE = frozenset({"openai", "responses", "anthropic"})  # Gemini and Ollama calls carry no ids
+
+
+@attrs.frozen
+class Turn:
+    """One exchange, read: the request as serving parses it, and the answer."""
+
+    exchange: Exchange
+    provider: str
+    chat: ChatRequest
+    answer: Answer | None  # None for an error status
+
+
+@attrs.frozen
+class Conversation:
+    key: str
+    turns: tuple[Turn, ...]
+
+
+@attrs.frozen
+class Script:
+    """A conversation's file: the name to write it under, and its tree."""
+
+    filename: str
+    tree: n.ScriptFile
+
+
+def read_exchange(ex: Exchange) -> Turn | None:
+    """The exchange as a turn; None when it is not a chat call of a known provider, or its request
+    does not parse (it would not be an LLM call the server can answer)."""
+    provider = provider_for(ex.method, ex.path)
+    if provider is None:
+        return None
+    reader = READERS[provider]
+    params: dict[str, str] = {}
+    if provider == "gemini":
+        model, _, method = ex.path.rpartition("/models/")[2].rpartition(":")
+        params = {"model": model, "method": method}
+    http = HttpRequest(ex.method, ex.path, ex.query, ex.headers, ex.request_body, params)
+    try:
+        chat = reader.adapter().parse(http)
+    except ProviderError:
+        return None
+    answer = None if ex.status >= 400 else reader.read(ex.body, chat.stream)
+    return Turn(ex, provider, chat, answer)
+
+
+def conversations(turns: Iterable[Turn]) -> list[Conversation]:
+    """The turns grouped into conversations, each in recorded order; conversations in order of their
+    first turn."""
+    order: list[str] = []
+    groups: dict[str, list[Turn]] = {}
+    by_response: dict[str, str] = {}
+    for turn in turns:
+        chat = turn.chat
+        key = chat.header(CONVERSATION_HEADER) or ""
+        if not key and chat.previous_response_id:
+            key = by_response.get(chat.previous_response_id, "")
+        if not key:
+            key = fingerprint(chat)
+        if key not in groups:
+            order.append(key)
+            groups[key] = []
+        groups[key].append(turn)
+        if turn.answer is not None and turn.answer.response_id:
+            by_response[turn.answer.response_id] = key
+    return [Conversation(k, tuple(groups[k])) for k in order]
+
+
+def scripts(convs: Iterable[Conversation], keep_timing: bool = False) -> list[Script]:
+    return [script(c, keep_timing) for c in convs]
+
+
+def script(conv: Conversation, keep_timing: bool = False) -> Script:
+    first = conv.turns[0]
+    providers = {t.provider for t in conv.turns}
+    models = {t.chat.model for t in conv.turns}
+    scenario_when: list[n.Condition] = []
+    if len(providers) == 1:
+        scenario_when.append(_is("provider", first.provider))
+    if len(models) == 1:
+        scenario_when.append(_is("model", first.chat.model))
+    steps: list[n.Step] = []
+    used: set[str] = set()
+    call_names: dict[str, str] = {}
+    for turn in conv.turns:
+        messages = resolve_tool_names(turn.chat.messages)
+        messages = tuple(_named(m, call_names) for m in messages)
+        when: list[n.Condition] = []
+        if len(providers) > 1:
+            when.append(_is("provider", turn.provider))
+        if len(models) > 1:
+            when.append(_is("model", turn.chat.model))
+        results = _trailing_results(messages)
+        if results:
+            when += [_cond("tool_result", "present", None, name) for name in results]
+        else:
+            when += _user_condition(turn.chat)
+        steps.append(
+            n.Step(_unique(_step_name(turn, bool(results)), used), tuple(when), reply=_reply(turn, keep_timing))
+        )
+        if turn.answer is not None:
+            call_names.update((c.id, c.name) for c in turn.answer.calls if c.id)
+    opening = first.chat.last_user_message() or first.chat.system or first.provider
+    title = " ".join(opening.split())[:60].strip() or "conversation"
+    short = conv.key if re.fullmatch(r"[0-9a-f]{16}", conv.key) else hashlib.sha256(conv.key.encode()).hexdigest()
+    name = f"{title} ({short[:8]})"
+    scenario = n.Scenario(name, tags=("recorded",), conditions=tuple(scenario_when), steps=tuple(steps))
+    slug = "_".join(_words(opening)[:6]) or "conversation"
+    filename = f"{first.provider}_{slug}_{short[:8]}.mockllm"
+    return Script(filename, n.ScriptFile(filename, version=1, scenarios=(scenario,)))
+
+
+def _named(m: Message, names: dict[str, str]) -> Message:
+    r = m.tool_result
+    if r is not None and r.name is None and r.call_id in names:
+        return attrs.evolve(m, tool_result=attrs.evolve(r, name=names[r.call_id]))
+    return m
+
+
+def _trailing_results(messages: Sequence[Message]) -> list[str]:
+    """The tool names whose results end the history (the tool turn this request sends), in order."""
+    names: list[str] = []
+    for m in reversed(messages):
+        result = m.tool_result
+        if m.role != "tool" or result is None:
+            break
+        if result.name and result.name not in names:
+            names.insert(0, result.name)
+    return names
+
+
+def _user_condition(chat: ChatRequest) -> list[n.Condition]:
+    text = chat.last_user_message()
+    if text is None:
+        return []
+    if len(text) <= LONG_MESSAGE and "\n" not in text:
+        return [_is("last_user_message", text)]
+    head = text.split("\n", 1)[0][:_CONTAINS_CHARS]
+    if " " in head.strip() and len(head) == _CONTAINS_CHARS:
+        head = head.rsplit(" ", 1)[0]
+    return [_cond("last_user_message", "contains", head.strip() or text[:_CONTAINS_CHARS])]
+
+
+def _is(kind: n.SubjectKind, value: str) -> n.Condition:
+    return _cond(kind, "is", value)
+
+
+def _cond(kind: n.SubjectKind, op: n.PredicateOp, value: object, arg: str | None = None) -> n.Condition:
+    return n.Condition(n.Subject(kind, arg), n.Predicate(op, value))
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def _step_name(turn: Turn, tool_turn: bool) -> str:
+    answer = turn.answer
+    if tool_turn:
+        if answer is not None and answer.calls:
+            return "call_" + _ident(answer.calls[0].name)
+        return "answer" if answer is not None else f"error_{turn.exchange.status}"
+    words = [w for w in _words(turn.chat.last_user_message() or "") if w not in _STOPWORDS]
+    return "ask_" + ("_".join(words[:2]) or "model")
+
+
+def _ident(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return cleaned or "tool"
+
+
+def _unique(name: str, used: set[str]) -> str:
+    candidate, k = name, 2
+    while candidate in used:
+        candidate, k = f"{name}_{k}", k + 1
+    used.add(candidate)
+    return candidate
+
+
+def _duration(ms: float) -> n.Duration:
+    return n.Duration(float(max(0, round(ms))))
+
+
+def _reply(turn: Turn, keep_timing: bool) -> n.ReplyBlock:
+    ex = turn.exchange
+    out: list[n.ReplyElement] = []
+    timing = ex.timing if keep_timing else None
+    if timing is not None:
+        out.append(n.Latency(_duration(timing.first_byte_ms)))
+    answer = turn.answer
+    if answer is None:
+        out.append(n.Error(ex.status, error_message(ex.body)))
+        retry = _retry_after_ms(ex)
+        if retry is not None:
+            out.append(n.RetryAfter(_duration(retry)))
+        return n.ReplyBlock(tuple(out))
+    if answer.thinking:
+        out.append(n.Thinking(answer.thinking))
+    chunks = tuple(c for c in answer.text_chunks if c)
+    stream: n.Stream | None = None
+    if turn.chat.stream and len(chunks) > 1:
+        stream = _chunking(answer.text, chunks)
+        out.append(n.Text(answer.text) if stream is not None else n.Chunks(chunks))
+    elif answer.text:
+        out.append(n.Text(answer.text))
+    if answer.refusal:
+        out.append(n.Refusal(answer.refusal))
+    ids = turn.provider in _IDS_ON_WIRE
+    out += [n.ToolCall(c.name, c.arguments, c.id if ids else None) for c in answer.calls]
+    default = "tool_calls" if answer.calls else "stop"
+    if answer.finish is not None and answer.finish != default:
+        out.append(n.Finish(answer.finish))
+    if answer.usage is not None:
+        out.append(n.Usage(*answer.usage))
+    if timing is not None and turn.chat.stream and timing.gaps_ms:
+        gap = _duration(sum(timing.gaps_ms) / len(timing.gaps_ms))
+        stream = attrs.evolve(stream, apart=gap) if stream is not None else n.Stream("word", apart=gap)
+    if stream is not None and stream != _BY_WORD:
+        out.append(stream)
+    if ex.disconnected:
+        out.append(n.Disconnect(answer.events))
+    elif answer.error is not None:
+        out.append(n.StreamError(answer.error, answer.events))
+    if not out:
+        out.append(n.Text(""))
+    return n.ReplyBlock(tuple(out))
+
+
+_BY_WORD = n.Stream("word")
+
+
+def _chunking(text: str, chunks: tuple[str, ...]) -> n.Stream | None:
+    """The ``stream`` line that splits ``text`` into exactly ``chunks`` (by word, N chunks, by N
+    characters), or None when only an explicit ``chunks:`` block reproduces them."""
+    candidates = (_BY_WORD, n.Stream("chunks", len(chunks)), n.Stream("characters", len(chunks[0])))
+    for candidate in candidates:
+        if split_text(text, candidate) == chunks:
+            return candidate
+    return None
+
+
+def _retry_after_ms(ex: Exchange) -> float | None:
+    h = ex.response_headers
+    for name, scale in (("retry-after-ms", 1.0), ("retry-after", 1000.0)):
+        try:
+            return float(h[name]) * scale
+        except (KeyError, ValueError):
+            continue
+    return None
