@@ -22,7 +22,6 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mockllm.errors import MockllmError
-from mockllm.runtime.engine.engine import journal_status
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import LowerCaseHeaders
 from mockllm.runtime.providers.inputs import InputsAdapter, route_functions
@@ -309,13 +308,11 @@ class ProviderEndpoint:
         track.append(outcome.entry_id)
         ctx = state.context(outcome.response_id or None)
         entry = outcome.entry_id
-        journalled = journal_status(outcome.plan)  # what the journal entry already says
         recorded: list[Delivery] = []
 
-        def record(delivery: Delivery) -> None:
+        def record(delivery: Delivery) -> None:  # the status the client received goes to the journal here
             recorded.append(delivery)
-            if delivery.status != journalled or delivery.client_gone or delivery.note is not None:
-                self._finish(entry, delivery)  # else the entry already says so: nothing to write
+            self._finish(entry, delivery)
 
         options = state.options
         delivery = await deliver(

@@ -9,14 +9,13 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Literal
 
 import attrs
 
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
 from mockllm.runtime.providers.common import utf8_json, utf8_text
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, RawPlan
 from mockllm.runtime.request import ChatRequest
 from mockllm.server.options import ServerOptions
 from mockllm.server.shutdown import Shutdown
@@ -133,14 +132,14 @@ def debug_headers(outcome: Outcome) -> list[tuple[str, str]]:
     return out
 
 
-def raw_rendered(plan: Plan) -> Rendered:
+def raw_rendered(plan: RawPlan) -> Rendered:
     """A `status N` / `body {json}` reply, sent as written (a string body is sent as text)."""
-    status = plan.raw_status if plan.raw_status is not None else 200
-    if not plan.has_raw_body:
+    status = plan.status
+    if not plan.has_body:
         return Rendered(status=status, media_type="application/json")
-    if isinstance(plan.raw_body, str):
-        return Rendered(status=status, media_type="text/plain; charset=utf-8", body=utf8_text(plan.raw_body))
-    body = utf8_json(json.dumps(plan.raw_body, ensure_ascii=False))
+    if isinstance(plan.body, str):
+        return Rendered(status=status, media_type="text/plain; charset=utf-8", body=utf8_text(plan.body))
+    body = utf8_json(json.dumps(plan.body, ensure_ascii=False))
     return Rendered(status=status, media_type="application/json", body=body)
 
 
@@ -175,22 +174,19 @@ async def deliver(
         no_match = adapter.render_error(404, message, ctx, NO_MATCH_CODE)
         await send_whole(channel, no_match, extra, lambda: record(delivery))
         return delivery
-    if plan.hang:
+    if isinstance(plan, HangPlan):
         channel.watch()
         return await _hang(channel, options, shutdown.stopping, adapter, ctx, extra, record)
 
     extra.extend(plan.headers)
     rendered: Rendered
-    kind: Literal["error", "raw", "reply"]
-    if plan.is_error:
-        kind = "error"
-        status = plan.error_status if plan.error_status is not None else 500
-        rendered = adapter.render_error(status, plan.error_message or "", ctx)
-    elif plan.is_raw:
-        kind = "raw"
+    reply: MessagePlan | None = None  # a stream's timing and faults come from a message only
+    if isinstance(plan, ErrorPlan):
+        rendered = adapter.render_error(plan.status, plan.message, ctx)
+    elif isinstance(plan, RawPlan):
         rendered = raw_rendered(plan)
     else:
-        kind = "reply"
+        reply = plan
         if offload:
             rendered = await asyncio.to_thread(adapter.render, plan, chat, ctx)
         else:
@@ -205,8 +201,8 @@ async def deliver(
             return Delivery(rendered.status, client_gone=True, note="client went away during latency")
 
     if rendered.frames is None:
-        if kind == "reply" and (plan.disconnect_after is not None or plan.stream_error is not None):
-            return await _faulted_whole(plan, rendered, adapter, ctx, channel, extra, record)
+        if reply is not None and (reply.disconnect_after is not None or reply.stream_error is not None):
+            return await _faulted_whole(reply, rendered, adapter, ctx, channel, extra, record)
         status = rendered.status
         delivery = _DELIVERED.get(status) or Delivery(status)
         body = rendered.body
@@ -215,7 +211,9 @@ async def deliver(
         await channel.end(body)
         return Delivery(status, client_gone=True) if channel.gone else delivery
 
-    if plan.chunk_interval_s <= 0 and plan.disconnect_after is None and plan.stream_error is None:
+    # Frames come from Adapter.render only: errors and raw bodies are sent whole, above.
+    assert reply is not None, "only a message plan is streamed"
+    if reply.chunk_interval_s <= 0 and reply.disconnect_after is None and reply.stream_error is None:
         # Nothing spaces the frames or cuts the stream: the same bytes in one body message instead of
         # one per frame (one trip through the server instead of dozens; no watcher task needed).
         status = rendered.status
@@ -229,17 +227,17 @@ async def deliver(
     channel.watch()
     await channel.start(rendered.status, response_head(rendered, extra, None))
     frames = rendered.frames
-    error_after = (plan.stream_error_after or 0) if plan.stream_error is not None else None
+    error_after = (reply.stream_error_after or 0) if reply.stream_error is not None else None
     error_frame = b""
-    if plan.stream_error is not None and error_after is not None:
-        error_frame = adapter.stream_error_frame(plan.stream_error, ctx, frames_before_error(frames, error_after))
-    faults = Faults(disconnect_after=plan.disconnect_after, error_after=error_after, error_frame=error_frame)
-    if plan.disconnect_after is None and plan.stream_error is None:
+    if reply.stream_error is not None and error_after is not None:
+        error_frame = adapter.stream_error_frame(reply.stream_error, ctx, frames_before_error(frames, error_after))
+    faults = Faults(disconnect_after=reply.disconnect_after, error_after=error_after, error_frame=error_frame)
+    if reply.disconnect_after is None and reply.stream_error is None:
         frames = coalesce(frames)  # what goes out at the same instant, in one write
     result = await write_frames(
         frames,
         channel,
-        interval_s=plan.chunk_interval_s,
+        interval_s=reply.chunk_interval_s,
         faults=faults,
         sleep=shutdown.sleep,
         clock=options.clock,
@@ -256,7 +254,7 @@ async def deliver(
 
 
 async def _faulted_whole(
-    plan: Plan,
+    plan: MessagePlan,
     rendered: Rendered,
     adapter: Adapter,
     ctx: RenderContext,

@@ -18,7 +18,7 @@ from mockllm.runtime.providers import anthropic as adapter_module
 from mockllm.runtime.providers.anthropic import AnthropicAdapter
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply.ids import anthropic_message_id, anthropic_request_id
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = AnthropicAdapter()
@@ -242,7 +242,7 @@ def test_first_message_must_be_user() -> None:
 # ---------------------------------------------------------------- rendering (pure)
 
 
-FULL_PLAN = Plan(
+FULL_PLAN = MessagePlan(
     model="claude-test",
     thinking="Let me think.",
     thinking_chunks=("Let me", " think."),
@@ -281,13 +281,13 @@ def test_render_message_shape() -> None:
 @pytest.mark.parametrize(
     ("plan", "stop"),
     [
-        (Plan(model="m", text="x"), "end_turn"),
-        (Plan(model="m", text="x", finish="length"), "max_tokens"),
-        (Plan(model="m", text="x", finish="content_filter"), "refusal"),
-        (Plan(model="m", refusal="no"), "refusal"),
+        (MessagePlan(model="m", text="x"), "end_turn"),
+        (MessagePlan(model="m", text="x", finish="length"), "max_tokens"),
+        (MessagePlan(model="m", text="x", finish="content_filter"), "refusal"),
+        (MessagePlan(model="m", refusal="no"), "refusal"),
     ],
 )
-def test_stop_reason_mapping(plan: Plan, stop: str) -> None:
+def test_stop_reason_mapping(plan: MessagePlan, stop: str) -> None:
     body = json.loads(ADAPTER.render(plan, parse(msgs(user("x"))), CTX).body)
     assert body["stop_reason"] == stop
 
@@ -407,7 +407,7 @@ def client_for(reply: Callable[[ChatRequest], Rendered]) -> tuple[anthropic.Anth
     return sdk, seen
 
 
-def plan_reply(plan: Plan) -> Callable[[ChatRequest], Rendered]:
+def plan_reply(plan: MessagePlan) -> Callable[[ChatRequest], Rendered]:
     return lambda chat: ADAPTER.render(plan, chat, CTX)
 
 
@@ -461,7 +461,7 @@ def test_stream_helper_reconstructs_thinking_text_and_tool_input() -> None:
 
 
 def test_stream_helper_plain_text() -> None:
-    sdk, _ = client_for(plan_reply(Plan(model="claude-test", text="Hi there", text_chunks=("Hi", " there"))))
+    sdk, _ = client_for(plan_reply(MessagePlan(model="claude-test", text="Hi there", text_chunks=("Hi", " there"))))
     with sdk.messages.stream(
         model="claude-test", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
     ) as stream:

@@ -15,6 +15,7 @@ from mockllm.runtime.clock import FakeClock
 from mockllm.runtime.engine.conversations import fingerprint
 from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.reply.ids import call_key
+from mockllm.runtime.reply.plan import ErrorPlan
 from mockllm.runtime.request import ChatRequest, Message, Tool, ToolCall, ToolResult
 
 FILE = "weather.mockllm"
@@ -151,7 +152,7 @@ def test_repeat_and_always() -> None:
     engine = Engine(library(m))
     outs = [engine.handle(chat("q", conversation="a")) for _ in range(5)]
     assert [o.step for o in outs] == ["fail", "fail", "ok", "ok", "ok"]
-    assert outs[0].plan is not None and outs[0].plan.error_status == 429
+    assert isinstance(outs[0].plan, ErrorPlan) and outs[0].plan.status == 429
     state = engine.conversations()[0]["machines"][0]
     assert state["position"] == "fail"  # `always` never moves the position
     assert state["uses"] == {"fail": 2, "ok": 3}
@@ -253,8 +254,8 @@ def test_expectation_failure_is_a_400_recorded_in_journal_and_verify() -> None:
     engine = Engine(library(machine("Strict", step(0, "ask", expects=(expect,)))))
     out = engine.handle(chat("x"))
     assert out.step == "ask"
-    assert out.plan is not None and out.plan.error_status == 400
-    msg = out.plan.error_message or ""
+    assert isinstance(out.plan, ErrorPlan) and out.plan.status == 400
+    msg = out.plan.message
     assert msg.startswith("mockllm: expectation failed:")
     assert 'model is "gpt-4.1"' in msg and 'seen "gpt-4o"' in msg and "weather.mockllm:10:5" in msg
     assert out.expectation_failed is not None
@@ -491,8 +492,8 @@ def test_responses_previous_response_id_continues_the_conversation() -> None:
     assert second.conversation == first.conversation
     assert second.response_id != first.response_id
     missing = engine.handle(attrs.evolve(follow, previous_response_id="resp_nope"))
-    assert missing.plan is not None and missing.plan.error_status == 400
-    assert "resp_nope" in (missing.plan.error_message or "")
+    assert isinstance(missing.plan, ErrorPlan) and missing.plan.status == 400
+    assert "resp_nope" in missing.plan.message
 
 
 def test_previous_response_history_carries_tool_call_ids() -> None:
@@ -601,8 +602,8 @@ def test_a_reply_that_cannot_be_built_is_a_500_not_a_crash(monkeypatch: pytest.M
     module.echo_answer = broken  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "mockllm.runtime.echo.answer", module)
     out = Engine(None).handle(chat("x"))
-    assert out.plan is not None and out.plan.error_status == 500
-    assert "schema too deep" in (out.plan.error_message or "")
+    assert isinstance(out.plan, ErrorPlan) and out.plan.status == 500
+    assert "schema too deep" in out.plan.message
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.common import json_bytes
 from mockllm.runtime.providers.openai_chat import _completion_bytes, completion_payload
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.server.responder import header_bytes, response_head
 from mockllm.server.runner import UVICORN_MISSING
 
@@ -206,7 +206,7 @@ def test_assembled_completion_is_byte_identical_to_the_encoded_payload(
     response_id: str,
     created: int,
 ) -> None:
-    plan = Plan(
+    plan = MessagePlan(
         model=model,
         text=text,
         refusal=refusal,

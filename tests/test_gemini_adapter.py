@@ -20,7 +20,7 @@ from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendere
 from mockllm.runtime.providers.gemini import GeminiAdapter, json_schema
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import gemini_response_id
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = GeminiAdapter()
@@ -52,13 +52,13 @@ def planned(name: str, args: dict[str, Any], key: str) -> PlannedToolCall:
     return PlannedToolCall(name=name, arguments=args, arguments_json=text, argument_chunks=(text,), key=key)
 
 
-def text_plan(text: str = "Hello there!", **kw: Any) -> Plan:
+def text_plan(text: str = "Hello there!", **kw: Any) -> MessagePlan:
     chunks = tuple(text[i : i + 5] for i in range(0, len(text), 5))
-    return Plan(model="gemini-2.5-flash", text=text, text_chunks=chunks, input_tokens=5, output_tokens=3, **kw)
+    return MessagePlan(model="gemini-2.5-flash", text=text, text_chunks=chunks, input_tokens=5, output_tokens=3, **kw)
 
 
-def call_plan() -> Plan:
-    return Plan(
+def call_plan() -> MessagePlan:
+    return MessagePlan(
         model="gemini-2.5-flash",
         tool_calls=(planned("get_weather", {"city": "Paris"}, "k1"), planned("get_time", {"tz": "CET"}, "k2")),
         finish="tool_calls",
@@ -283,9 +283,9 @@ def test_render_text_and_calls() -> None:
     }
     assert finishes["length"]["candidates"][0]["finishReason"] == "MAX_TOKENS"
     assert finishes["content_filter"]["candidates"][0]["finishReason"] == "SAFETY"
-    empty = json.loads(ADAPTER.render(Plan(model="m"), chat, CTX).body)
+    empty = json.loads(ADAPTER.render(MessagePlan(model="m"), chat, CTX).body)
     assert empty["candidates"][0]["content"]["parts"] == [{"text": ""}]
-    thought_only = json.loads(ADAPTER.render(Plan(model="m", thinking="hmm"), chat, CTX).body)
+    thought_only = json.loads(ADAPTER.render(MessagePlan(model="m", thinking="hmm"), chat, CTX).body)
     assert thought_only["candidates"][0]["content"]["parts"] == [{"text": "hmm", "thought": True}, {"text": ""}]
 
 
@@ -308,7 +308,7 @@ def test_stream_frames() -> None:
         [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}],
         [{"functionCall": {"name": "get_time", "args": {"tz": "CET"}}}],
     ]
-    rendered = ADAPTER.render(Plan(model="m", thinking="hmm", thinking_chunks=("h", "mm")), chat, CTX)
+    rendered = ADAPTER.render(MessagePlan(model="m", thinking="hmm", thinking_chunks=("h", "mm")), chat, CTX)
     evs = sse_events(rendered)
     assert evs[-1]["candidates"][0]["content"]["parts"] == [{"text": ""}]
     assert rendered.frames is not None and [f.content for f in rendered.frames] == [True, True, False]
@@ -350,7 +350,7 @@ def test_count_tokens_and_models() -> None:
 class Server:
     """An httpx.MockTransport handler that runs the adapter as the server would."""
 
-    def __init__(self, plans: list[Plan] | None = None, error: tuple[int, str] | None = None) -> None:
+    def __init__(self, plans: list[MessagePlan] | None = None, error: tuple[int, str] | None = None) -> None:
         self.plans = list(plans or [])
         self.error = error
         self.chats: list[ChatRequest] = []
@@ -478,7 +478,7 @@ def test_sdk_automatic_function_calling() -> None:
         seen.append(city)
         return "sunny"
 
-    plan = Plan(model="gemini-2.5-flash", tool_calls=(planned("get_weather", {"city": "Oslo"}, "k"),))
+    plan = MessagePlan(model="gemini-2.5-flash", tool_calls=(planned("get_weather", {"city": "Oslo"}, "k"),))
     server = Server([plan, text_plan("Sunny in Oslo.")])
     config = types.GenerateContentConfig(tools=[get_weather])
     response = sdk(server).models.generate_content(model="gemini-2.5-flash", contents="weather in Oslo", config=config)
@@ -503,7 +503,7 @@ def test_sdk_chat_keeps_streamed_turns() -> None:
 
 
 def test_sdk_chat_keeps_thinking_only_turn() -> None:
-    server = Server([Plan(model="m", thinking="hmm", thinking_chunks=("h", "mm")), text_plan("ok")])
+    server = Server([MessagePlan(model="m", thinking="hmm", thinking_chunks=("h", "mm")), text_plan("ok")])
     chat = sdk(server).chats.create(model="gemini-2.5-flash")
     list(chat.send_message_stream("one"))
     list(chat.send_message_stream("two"))

@@ -16,7 +16,7 @@ from strategies import json_bodies
 from mockllm.runtime.providers import ollama as ollama_adapter
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.ollama import OllamaAdapter, rfc3339
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = OllamaAdapter()
@@ -43,14 +43,14 @@ def planned(name: str, args: Any, key: str) -> PlannedToolCall:
     return PlannedToolCall(name=name, arguments=args, arguments_json=text, argument_chunks=(text,), key=key)
 
 
-def text_plan(text: str = "Hello there!", **kw: Any) -> Plan:
+def text_plan(text: str = "Hello there!", **kw: Any) -> MessagePlan:
     chunks = tuple(text[i : i + 4] for i in range(0, len(text), 4))
-    return Plan(model="llama3.2", text=text, text_chunks=chunks, input_tokens=6, output_tokens=3, **kw)
+    return MessagePlan(model="llama3.2", text=text, text_chunks=chunks, input_tokens=6, output_tokens=3, **kw)
 
 
-def call_plan() -> Plan:
+def call_plan() -> MessagePlan:
     calls = (planned("get_weather", {"city": "Tokyo"}, "k1"), planned("get_time", {"tz": "JST"}, "k2"))
-    return Plan(model="llama3.2", tool_calls=calls, finish="tool_calls")
+    return MessagePlan(model="llama3.2", tool_calls=calls, finish="tool_calls")
 
 
 def lines(rendered: Rendered) -> list[dict[str, Any]]:
@@ -213,7 +213,7 @@ def test_errors_and_helpers() -> None:
 
 
 class Server:
-    def __init__(self, plans: list[Plan] | None = None, error: tuple[int, str] | None = None) -> None:
+    def __init__(self, plans: list[MessagePlan] | None = None, error: tuple[int, str] | None = None) -> None:
         self.plans = list(plans or [])
         self.error = error
         self.chats: list[ChatRequest] = []

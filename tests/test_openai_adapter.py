@@ -18,7 +18,7 @@ from mockllm.runtime.providers import openai_chat
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
 from mockllm.runtime.reply.ids import chat_completion_id
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = OpenAIChatAdapter()
@@ -48,10 +48,10 @@ def call(name: str, arguments: Any, key: str) -> PlannedToolCall:
     return PlannedToolCall(name, arguments, text, tuple(text), key)  # one character per chunk
 
 
-def text_plan(text: str = "Hello there, friend.", **kw: Any) -> Plan:
+def text_plan(text: str = "Hello there, friend.", **kw: Any) -> MessagePlan:
     words = tuple(w + " " for w in text.split(" "))
     chunks = (*words[:-1], words[-1][:-1])
-    return Plan(model="gpt-test", text=text, text_chunks=chunks, input_tokens=7, output_tokens=5, **kw)
+    return MessagePlan(model="gpt-test", text=text, text_chunks=chunks, input_tokens=7, output_tokens=5, **kw)
 
 
 def user(text: str) -> dict[str, Any]:
@@ -279,7 +279,7 @@ def test_render_text_shape() -> None:
 
 def test_stream_frames_follow_the_protocol() -> None:
     chat = parse({"model": "m", "messages": [user("hi")], "stream": True})
-    plan = Plan(
+    plan = MessagePlan(
         model="m", text="ab", text_chunks=("a", "b"), tool_calls=(call("f", {"x": 1}, "k1"),), finish="tool_calls"
     )
     frames = ADAPTER.render(plan, chat, CTX).frames
@@ -355,11 +355,11 @@ def client_for(reply: Callable[[ChatRequest], Rendered]) -> tuple[openai.OpenAI,
     return sdk, seen
 
 
-def plan_reply(plan: Plan) -> Callable[[ChatRequest], Rendered]:
+def plan_reply(plan: MessagePlan) -> Callable[[ChatRequest], Rendered]:
     return lambda chat: ADAPTER.render(plan, chat, CTX)
 
 
-TOOL_PLAN = Plan(
+TOOL_PLAN = MessagePlan(
     model="gpt-test",
     tool_calls=(call("get_weather", {"city": "Paris", "unit": "c"}, "w1"), call("get_time", {"tz": "CET"}, "t2")),
     finish="tool_calls",
@@ -395,13 +395,13 @@ def test_sdk_reads_parallel_tool_calls_and_sends_a_valid_follow_up() -> None:
 
 
 def test_sdk_reads_a_refusal() -> None:
-    sdk, _ = client_for(plan_reply(Plan(model="gpt-test", refusal="I can't help with that.")))
+    sdk, _ = client_for(plan_reply(MessagePlan(model="gpt-test", refusal="I can't help with that.")))
     msg = sdk.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "x"}]).choices[0].message
     assert msg.content is None and msg.refusal == "I can't help with that."
 
 
 def test_stream_helper_reconstructs_text_and_fragmented_tool_arguments() -> None:
-    plan = Plan(
+    plan = MessagePlan(
         model="gpt-test",
         text="Checking now.",
         text_chunks=("Check", "ing", " now."),
@@ -431,7 +431,7 @@ def test_stream_helper_with_include_usage_and_refusal() -> None:
     assert final.choices[0].message.content == "Hello there, friend."
     assert final.usage is not None and (final.usage.prompt_tokens, final.usage.completion_tokens) == (7, 5)
 
-    sdk, _ = client_for(plan_reply(Plan(model="gpt-test", refusal="No, I won't do that.")))
+    sdk, _ = client_for(plan_reply(MessagePlan(model="gpt-test", refusal="No, I won't do that.")))
     with sdk.chat.completions.stream(model="gpt-test", messages=[{"role": "user", "content": "x"}]) as stream:
         msg = stream.get_final_completion().choices[0].message
     assert msg.refusal == "No, I won't do that." and msg.content is None

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from mockllm.dsl.tree import nodes as n
 from mockllm.runtime.reply.ids import call_key
+from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, RawPlan
 from mockllm.runtime.reply.planner import (
     plan_reply,
     split_count,
@@ -174,10 +175,10 @@ def test_error_with_retry_after_headers() -> None:
         n.RetryAfter(n.Duration(1500)),
         env={"request.model": "m"},
     )
-    assert (p.error_status, p.error_message) == (429, "Rate limit reached for m")
+    assert isinstance(p, ErrorPlan) and (p.status, p.message) == (429, "Rate limit reached for m")
     assert p.retry_after_s == pytest.approx(1.5)
     assert dict(p.headers) == {"retry-after": "2", "retry-after-ms": "1500"}
-    assert p.is_error
+    assert p.model == "gpt-4o"
     zero = plan(n.Error(429, "x"), n.RetryAfter(n.Duration(0)))
     assert dict(zero.headers) == {"retry-after": "0", "retry-after-ms": "0"}
 
@@ -189,15 +190,30 @@ def test_headers_and_echo_headers() -> None:
 
 def test_raw_status_and_body() -> None:
     p = plan(n.Status(503), n.Body({"detail": "down for {{who}}"}), env={"who": "maintenance"})
-    assert p.raw_status == 503 and p.has_raw_body and p.raw_body == {"detail": "down for maintenance"}
-    assert p.is_raw
-    assert plan(n.Body(None)).has_raw_body
+    assert isinstance(p, RawPlan)
+    assert p.status == 503 and p.has_body and p.body == {"detail": "down for maintenance"}
+    assert plan(n.Body(None)) == RawPlan("gpt-4o", 200, None, has_body=True)
+    assert plan(n.Status(204)) == RawPlan("gpt-4o", 204, None, has_body=False)
 
 
 def test_faults() -> None:
     p = plan(n.Text("a b c"), n.Disconnect(2), n.StreamError("overloaded", 1))
     assert (p.disconnect_after, p.stream_error, p.stream_error_after) == (2, "overloaded", 1)
-    assert plan(n.Hang()).hang
+    assert isinstance(p, MessagePlan)
+    assert plan(n.Hang(), n.Latency(n.Duration(10))) == HangPlan("gpt-4o")
+
+
+@pytest.mark.parametrize(
+    ("elements", "shape"),
+    [
+        ((n.Hang(), n.Error(500, "x"), n.Status(503), n.Text("t")), HangPlan),
+        ((n.Error(500, "x"), n.Status(503), n.Body({}), n.Text("t")), ErrorPlan),
+        ((n.Body({}), n.Text("t")), RawPlan),
+        ((n.Text("t"), n.Latency(n.Duration(5))), MessagePlan),
+    ],
+)
+def test_one_shape_per_plan_in_the_order_hang_error_raw_message(elements: tuple[Any, ...], shape: type) -> None:
+    assert type(plan(*elements)) is shape
 
 
 def test_echo_uses_echo_answer_and_echo_keys(monkeypatch: pytest.MonkeyPatch) -> None:

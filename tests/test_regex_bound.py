@@ -18,6 +18,7 @@ from mockllm.dsl.parse.loader import load_text
 from mockllm.errors import RegexTimeout
 from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.engine.timed_regex import compile_pattern, search
+from mockllm.runtime.reply.plan import ErrorPlan
 from mockllm.runtime.request import ChatRequest, Message
 from mockllm.server.background import BackgroundServer
 
@@ -50,8 +51,8 @@ def test_a_search_past_the_bound_raises() -> None:
 def test_the_engine_answers_that_request_with_an_error_naming_step_and_pattern() -> None:
     engine = Engine(compile_text(SLOW))
     outcome = engine.handle(chat(HOSTILE))
-    assert outcome.plan is not None and outcome.plan.error_status == 400
-    message = outcome.plan.error_message or ""
+    assert isinstance(outcome.plan, ErrorPlan) and outcome.plan.status == 400
+    message = outcome.plan.message
     assert message.startswith('mockllm: regex timed out: /(a|aa)+$/ of scenario "slow", step `a` (test.mockllm:2')
     entry = engine.journal()[-1]
     assert entry["status"] == 400 and entry["note"] == message

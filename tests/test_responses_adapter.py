@@ -15,7 +15,7 @@ from strategies import json_bodies
 
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.responses import ResponsesAdapter
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, ToolCall, resolve_tool_names
 
 ADAPTER = ResponsesAdapter()
@@ -39,13 +39,13 @@ def call(name: str, args: dict[str, Any], key: str, chunks: int = 1) -> PlannedT
     return PlannedToolCall(name=name, arguments=args, arguments_json=text, argument_chunks=pieces, key=key)
 
 
-def text_plan(text: str = "Hello there!", **kw: Any) -> Plan:
+def text_plan(text: str = "Hello there!", **kw: Any) -> MessagePlan:
     chunks = tuple(text[i : i + 4] for i in range(0, len(text), 4))
-    return Plan(model="gpt-4o-mini", text=text, text_chunks=chunks, input_tokens=7, output_tokens=3, **kw)
+    return MessagePlan(model="gpt-4o-mini", text=text, text_chunks=chunks, input_tokens=7, output_tokens=3, **kw)
 
 
-def tool_plan() -> Plan:
-    return Plan(
+def tool_plan() -> MessagePlan:
+    return MessagePlan(
         model="gpt-4o-mini",
         text="Let me check.",
         text_chunks=("Let me ", "check."),
@@ -221,14 +221,14 @@ def test_render_function_calls_and_length_and_refusal() -> None:
     assert len({item["id"] for item in body["output"]}) == 3
 
     explicit = PlannedToolCall("f", {}, "{}", ("{}",), "k", explicit_id="call_mine")
-    body = json.loads(ADAPTER.render(Plan(model="m", tool_calls=(explicit,)), chat, CTX).body)
+    body = json.loads(ADAPTER.render(MessagePlan(model="m", tool_calls=(explicit,)), chat, CTX).body)
     assert [item["type"] for item in body["output"]] == ["function_call"]
     assert body["output"][0]["call_id"] == "call_mine"
 
     body = json.loads(ADAPTER.render(text_plan(finish="length"), chat, CTX).body)
     assert body["status"] == "incomplete" and body["incomplete_details"] == {"reason": "max_output_tokens"}
 
-    body = json.loads(ADAPTER.render(Plan(model="m", refusal="I can't help with that."), chat, CTX).body)
+    body = json.loads(ADAPTER.render(MessagePlan(model="m", refusal="I can't help with that."), chat, CTX).body)
     assert body["output"][0]["content"] == [{"type": "refusal", "refusal": "I can't help with that."}]
 
 
@@ -278,7 +278,7 @@ def test_stream_event_order_and_sequence() -> None:
 
 
 def test_reasoning_summary_only_when_asked_and_encrypted_content_when_included() -> None:
-    plan = Plan(model="gpt-5.5", thinking="Think first.", thinking_chunks=("Think ", "first."), text="Done.")
+    plan = MessagePlan(model="gpt-5.5", thinking="Think first.", thinking_chunks=("Think ", "first."), text="Done.")
     plain = events(ADAPTER.render(plan, parse({"model": "gpt-5.5", "input": "hi", "stream": True}), CTX))
     assert not [t for t, _ in plain if "reasoning_summary" in t]  # no invented summary events
     reasoning = plain[2][1]["item"]
@@ -336,7 +336,7 @@ def test_render_error_and_stream_error_frame() -> None:
 class Server:
     """A handler for httpx2.MockTransport that runs the adapter like the server would."""
 
-    def __init__(self, plans: list[Plan] | None = None, error: tuple[int, str] | None = None) -> None:
+    def __init__(self, plans: list[MessagePlan] | None = None, error: tuple[int, str] | None = None) -> None:
         self.plans = list(plans or [])
         self.error = error
         self.chats: list[ChatRequest] = []
@@ -430,10 +430,10 @@ def test_sdk_stream_reconstructs_text_and_arguments() -> None:
 
 
 def test_sdk_stream_with_reasoning_and_refusal() -> None:
-    plan = Plan(
+    plan = MessagePlan(
         model="o3", thinking="Think first.", thinking_chunks=("Think ", "first."), text="Done.", output_tokens=9
     )
-    server = Server([plan, Plan(model="o3", refusal="No.")])
+    server = Server([plan, MessagePlan(model="o3", refusal="No.")])
     client = sdk(server)
     with client.responses.stream(model="o3", input="hi") as stream:
         final = stream.get_final_response()

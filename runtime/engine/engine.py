@@ -53,7 +53,7 @@ from mockllm.runtime.engine.journal import (
 from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
 from mockllm.runtime.reply.inputs import default_plan, plan_inputs
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
 from mockllm.runtime.request import ChatRequest, Message, ToolCall, resolve_tool_names
 
@@ -291,7 +291,7 @@ def _expectation_failure(
         if not ok:
             failure = f"{describe.condition(cond)} — seen {seen} — in {_where((machine, step))}"
             message = f"{EXPECTATION_PREFIX}: {failure}"
-            return Plan(model=chat.model, error_status=400, error_message=message), failure, None
+            return ErrorPlan(chat.model, 400, message), failure, None
     return None
 
 
@@ -299,18 +299,11 @@ def _call_offset(chat: ChatRequest) -> int:
     return sum(len(m.tool_calls) for m in chat.messages)
 
 
-def journal_status(plan: Plan | None) -> int:
-    """The status a journal entry records when the engine plans ``plan`` (before it is sent)."""
-    return _status(plan)
-
-
 def _status(plan: Plan | None) -> int:
     if plan is None:
         return 404
-    if plan.error_status is not None:
-        return plan.error_status
-    if plan.raw_status is not None:
-        return plan.raw_status
+    if isinstance(plan, ErrorPlan | RawPlan):
+        return plan.status
     return 200
 
 
@@ -466,7 +459,7 @@ class Engine:
             return plan_reply(block, chat, env, call_offset=offset, conversation=conversation), None
         except Exception as exc:  # a reply that cannot be built must not crash the server
             message = f"mockllm: could not build the reply of {_where(where)}: {exc}"
-            return Plan(model=chat.model, error_status=500, error_message=message), message
+            return ErrorPlan(chat.model, 500, message), message
 
     def _decide(
         self, loaded: _Loaded | None, chat: ChatRequest, sel: _Selection, key: str
@@ -513,7 +506,7 @@ class Engine:
         conv = self._table.get(key)
         if missing is not None:
             message = f"Previous response with id '{missing}' not found."
-            plan: Plan | None = Plan(model=chat.model, error_status=400, error_message=message)
+            plan: Plan | None = ErrorPlan(chat.model, 400, message)
             note: str | None = "mockllm keeps answered responses only within its eviction bounds and until a reset"
             sel = _Selection()
             failure = None
@@ -525,7 +518,7 @@ class Engine:
                 plan, failure, note = self._decide(loaded, chat, sel, key)
             except RegexTimeout as exc:  # nothing advanced: the step's conditions never finished
                 sel, failure, note = _Selection(), None, exc.message()
-                plan = Plan(model=chat.model, error_status=400, error_message=exc.message())
+                plan = ErrorPlan(chat.model, 400, exc.message())
         fallback = loaded is not None and sel.step is None and not sel.echo and missing is None and plan is not None
         machine, step = sel.machine, sel.step
         used: tuple[str, int, int] | None = None
@@ -565,7 +558,7 @@ class Engine:
                 body=chat.body if no_match is not None or failure else None,
             )
         )
-        if chat.provider == "responses" and plan is not None and not (plan.is_error or plan.is_raw or plan.hang):
+        if chat.provider == "responses" and isinstance(plan, MessagePlan):
             self._remember(response_id, key, chat, plan)
         return Outcome(
             conversation=key,
@@ -580,7 +573,7 @@ class Engine:
             response_id=response_id,
         )
 
-    def _remember(self, response_id: str, key: str, chat: ChatRequest, plan: Plan) -> None:
+    def _remember(self, response_id: str, key: str, chat: ChatRequest, plan: MessagePlan) -> None:
         calls = tuple(ToolCall(c.id_for("call_"), c.name, c.arguments) for c in plan.tool_calls)
         reply = Message(role="assistant", text=plan.text, tool_calls=calls)
         self._responses.put(response_id, key, (*chat.messages, reply))
@@ -597,7 +590,7 @@ class Engine:
             plan, failure, _note = self._decide(loaded, chat, sel, key)
         except RegexTimeout as exc:
             sel, failure = _Selection(), None
-            plan = Plan(model=chat.model, error_status=400, error_message=exc.message())
+            plan = ErrorPlan(chat.model, 400, exc.message())
         return Outcome(
             conversation=key,
             entry_id=0,
@@ -694,4 +687,4 @@ class Engine:
         }
 
 
-__all__ = ["EXPECTATION_PREFIX", "START", "Engine", "journal_status"]
+__all__ = ["EXPECTATION_PREFIX", "START", "Engine"]

@@ -34,6 +34,8 @@ class JournalEntry:
     endpoint: str
     model: str
     stream: bool
+    # What the client received, written by the server as it sends the reply; until then (or when the
+    # engine runs without a server) what the engine planned: 404 for no match, an error's status …
     status: int
     scenario: str | None = None
     step: str | None = None

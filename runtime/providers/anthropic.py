@@ -40,7 +40,7 @@ from mockllm.runtime.providers.common import (
 )
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import anthropic_message_id, anthropic_request_id
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 ROLES = ("user", "assistant", "system")
@@ -214,22 +214,22 @@ def signature(thinking: str) -> str:
     return base64.b64encode(digest + hashlib.sha256(digest).digest()).decode("ascii")
 
 
-def _stop_reason(plan: Plan) -> str:
+def _stop_reason(plan: MessagePlan) -> str:
     return "refusal" if plan.refusal is not None else STOP_REASONS.get(plan.finish, "end_turn")
 
 
-def _visible_text(plan: Plan) -> tuple[str, tuple[str, ...]]:
+def _visible_text(plan: MessagePlan) -> tuple[str, tuple[str, ...]]:
     """The text block's text and pieces: the text, else the refusal wording."""
     if plan.text or plan.refusal is None:
         return plan.text, pieces(plan.text_chunks, plan.text)
     return plan.refusal, (plan.refusal,)
 
 
-def _wants_text_block(plan: Plan, text: str) -> bool:
+def _wants_text_block(plan: MessagePlan, text: str) -> bool:
     return bool(text) or not plan.tool_calls
 
 
-def _usage(plan: Plan) -> dict[str, Any]:
+def _usage(plan: MessagePlan) -> dict[str, Any]:
     return {
         "input_tokens": plan.input_tokens,
         "cache_creation_input_tokens": 0,
@@ -241,7 +241,7 @@ def _usage(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _delta_usage(plan: Plan) -> dict[str, Any]:
+def _delta_usage(plan: MessagePlan) -> dict[str, Any]:
     """``message_delta.usage``: the real API repeats the input and cache counts here (clients that read
     usage from the last event only, like langchain-anthropic, depend on it)."""
     return {
@@ -329,7 +329,7 @@ class AnthropicAdapter:
 
     # -------------------------------------------------------------- responses
 
-    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
             return stream_response(self._frames(plan, ctx), media_type=SSE_UTF8_MEDIA, headers=_stream_headers(ctx))
         content: list[dict[str, Any]] = []
@@ -352,7 +352,7 @@ class AnthropicAdapter:
         }
         return json_response(payload, headers=_headers(ctx))
 
-    def _frames(self, plan: Plan, ctx: RenderContext) -> list[Frame]:
+    def _frames(self, plan: MessagePlan, ctx: RenderContext) -> list[Frame]:
         start_usage = _usage(plan) | {"output_tokens": 1}
         message: dict[str, Any] = {
             "id": anthropic_message_id(ctx.response_id),

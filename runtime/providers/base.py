@@ -7,7 +7,7 @@ from typing import Protocol
 import attrs
 
 from mockllm.errors import ProviderError as ProviderError  # what adapters raise; re-exported for them
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 
 
@@ -58,7 +58,7 @@ class Adapter(Protocol):
         """Raise :class:`ProviderError` (400) when tool results/calls or roles break the API's rules."""
         ...
 
-    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         """A normal reply, streamed when ``chat.stream``. Not called for error/raw/hang plans."""
         ...
 

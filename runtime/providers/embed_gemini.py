@@ -13,7 +13,7 @@ from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.gemini import _bad, _get, _list, _load_body, _obj, _opt_str, _target
 from mockllm.runtime.providers.inputs import Parse, Render
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 MAX_BATCH = 100  # Gemini's documented limit on batchEmbedContents
@@ -104,17 +104,17 @@ def parse_batch(http: HttpRequest) -> ChatRequest:
     return _request(http, model, tuple(texts), dims, data)
 
 
-def _usage(plan: Plan) -> dict[str, int]:
+def _usage(plan: MessagePlan) -> dict[str, int]:
     return {"promptTokenCount": plan.input_tokens, "totalTokenCount": plan.input_tokens}
 
 
-def render_embed(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+def render_embed(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
     values = list(plan.vectors[0]) if plan.vectors else []
     payload = {"embedding": {"values": values}, "usageMetadata": _usage(plan)}
     return Rendered(200, _JSON, body=common.json_bytes(payload))
 
 
-def render_batch(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+def render_batch(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
     payload = {"embeddings": [{"values": list(v)} for v in plan.vectors], "usageMetadata": _usage(plan)}
     return Rendered(200, _JSON, body=common.json_bytes(payload))
 

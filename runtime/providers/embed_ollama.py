@@ -11,7 +11,7 @@ from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.inputs import Parse, Render
 from mockllm.runtime.providers.ollama import _load_body, _wrong_type
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 _JSON = "application/json"
@@ -78,11 +78,11 @@ def parse_embeddings(http: HttpRequest) -> ChatRequest:
     return _request(http, data, (prompt,) if prompt else (), None)
 
 
-def _timing(plan: Plan) -> dict[str, int]:
+def _timing(plan: MessagePlan) -> dict[str, int]:
     return {"total_duration": plan.input_tokens * _NANOS_PER_TOKEN, "load_duration": 0}
 
 
-def render_embed(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+def render_embed(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
     payload = {
         "model": plan.model,
         "embeddings": [list(v) for v in plan.vectors],
@@ -92,7 +92,7 @@ def render_embed(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
     return Rendered(200, _JSON, body=common.json_bytes(payload))
 
 
-def render_embeddings(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+def render_embeddings(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
     values = list(plan.vectors[0]) if plan.vectors else []
     return Rendered(200, _JSON, body=common.json_bytes({"embedding": values}))
 

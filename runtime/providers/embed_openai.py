@@ -30,7 +30,7 @@ from mockllm.runtime.providers.common import (
     wrong_type,
 )
 from mockllm.runtime.providers.inputs import Parse, Render
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 MAX_INPUTS = 2048  # OpenAI's documented limit on an embedding batch
@@ -125,11 +125,11 @@ def parse_embeddings(http: HttpRequest) -> ChatRequest:
     )
 
 
-def _usage(plan: Plan) -> dict[str, int]:
+def _usage(plan: MessagePlan) -> dict[str, int]:
     return {"prompt_tokens": plan.input_tokens, "total_tokens": plan.input_tokens}
 
 
-def render_embeddings(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+def render_embeddings(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
     as_base64 = isinstance(chat.body, dict) and chat.body.get("encoding_format") == "base64"
     data: list[dict[str, Any]] = []
     for i, vector in enumerate(plan.vectors):
@@ -190,7 +190,7 @@ def _result(flags: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def render_moderations(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+def render_moderations(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
     results = [_result(plan.flags) for _ in chat.inputs]
     payload = {"id": f"modr-{ctx.response_id}", "model": plan.model, "results": results}
     return json_response(payload, headers=_headers(ctx))

@@ -18,7 +18,7 @@ from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import gemini_response_id
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 __all__ = ["GeminiAdapter", "count_tokens", "json_schema", "models_response", "status_name"]
@@ -363,7 +363,7 @@ class GeminiAdapter:
     def validate_history(self, chat: ChatRequest) -> None:
         _validate_responses(chat)
 
-    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
             return Rendered(200, _SSE, headers=_STREAM_HEADERS, frames=_stream(plan, ctx))
         parts = _thought_parts(plan, whole=True) + (_answer_parts(plan, whole=True) or [{"text": ""}])
@@ -384,7 +384,7 @@ class GeminiAdapter:
 # ---- response ----
 
 
-def _usage(plan: Plan, answered: float) -> dict[str, Any]:
+def _usage(plan: MessagePlan, answered: float) -> dict[str, Any]:
     """``usageMetadata`` as every chunk of the real API carries it: the prompt and thinking counts, and
     the candidates count so far (``answered``: the share of the answer sent, 1.0 on the last chunk)."""
     thoughts = min(tokens.estimate(plan.thinking), plan.output_tokens) if plan.thinking else 0
@@ -402,7 +402,7 @@ def _usage(plan: Plan, answered: float) -> dict[str, Any]:
 
 
 def _chunk(
-    plan: Plan, ctx: RenderContext, parts: list[dict[str, Any]], final: bool, answered: float = 1.0
+    plan: MessagePlan, ctx: RenderContext, parts: list[dict[str, Any]], final: bool, answered: float = 1.0
 ) -> dict[str, Any]:
     candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
     if final:
@@ -416,13 +416,13 @@ def _chunk(
     }
 
 
-def _thought_parts(plan: Plan, whole: bool) -> list[dict[str, Any]]:
+def _thought_parts(plan: MessagePlan, whole: bool) -> list[dict[str, Any]]:
     thinking = plan.thinking or ""
     pieces = (thinking,) if whole and thinking else common.pieces(plan.thinking_chunks, thinking)
     return [{"text": piece, "thought": True} for piece in pieces]
 
 
-def _answer_parts(plan: Plan, whole: bool) -> list[dict[str, Any]]:
+def _answer_parts(plan: MessagePlan, whole: bool) -> list[dict[str, Any]]:
     pieces = (plan.text,) if whole and plan.text else common.pieces(plan.text_chunks, plan.text)
     parts: list[dict[str, Any]] = [{"text": piece} for piece in pieces]
     if plan.refusal:
@@ -443,7 +443,7 @@ def _sse(value: Any) -> bytes:
     return b"data: " + common.json_bytes(value) + b"\r\n\r\n"
 
 
-def _stream(plan: Plan, ctx: RenderContext) -> tuple[Frame, ...]:
+def _stream(plan: MessagePlan, ctx: RenderContext) -> tuple[Frame, ...]:
     """One content part per event; the finish reason rides on the last one (a final empty text part
     when nothing but thinking was said, so the chunk still has text and the turn stays valid). Gemini 3
     models end a function-call answer with such an empty chunk too, as the real API does; every chunk

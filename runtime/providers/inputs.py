@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 
 Parse = Callable[[HttpRequest], ChatRequest]
-Render = Callable[[Plan, ChatRequest, RenderContext], Rendered]
+Render = Callable[[MessagePlan, ChatRequest, RenderContext], Rendered]
 
 
 class InputsAdapter:
@@ -39,7 +39,7 @@ class InputsAdapter:
     def validate_history(self, chat: ChatRequest) -> None:
         return None  # no history
 
-    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         return self.render_plan(plan, chat, ctx)
 
     def render_error(

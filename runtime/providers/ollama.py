@@ -15,7 +15,7 @@ from typing import Any
 
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Role, Tool, ToolCall, ToolResult
 
 __all__ = ["VERSION", "OllamaAdapter", "rfc3339", "tags_response", "version_response"]
@@ -195,7 +195,7 @@ class OllamaAdapter:
     def validate_history(self, chat: ChatRequest) -> None:
         return None  # Ollama accepts any order of roles and any tool results
 
-    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
             return Rendered(200, _NDJSON, frames=_stream(plan, ctx))
         message: dict[str, Any] = {"role": "assistant", "content": plan.text + (plan.refusal or "")}
@@ -218,7 +218,7 @@ class OllamaAdapter:
 # ---- rendering ----
 
 
-def _durations(plan: Plan) -> dict[str, int]:
+def _durations(plan: MessagePlan) -> dict[str, int]:
     load = 2 * _MS
     prompt = max(1, plan.input_tokens) * _MS // 10
     evaluation = max(1, plan.output_tokens) * 10 * _MS
@@ -232,11 +232,11 @@ def _durations(plan: Plan) -> dict[str, int]:
     }
 
 
-def _elapsed(plan: Plan) -> int:
+def _elapsed(plan: MessagePlan) -> int:
     return _durations(plan)["total_duration"]
 
 
-def _done(plan: Plan) -> dict[str, Any]:
+def _done(plan: MessagePlan) -> dict[str, Any]:
     return {"done": True, "done_reason": _DONE_REASONS[plan.finish], **_durations(plan)}
 
 
@@ -250,7 +250,7 @@ def _call(call: PlannedToolCall, index: int) -> dict[str, Any]:
     return {"function": {"index": index, "name": call.name, "arguments": arguments}}
 
 
-def _stream(plan: Plan, ctx: RenderContext) -> tuple[Frame, ...]:
+def _stream(plan: MessagePlan, ctx: RenderContext) -> tuple[Frame, ...]:
     messages: list[dict[str, Any]] = []
     messages += [
         {"role": "assistant", "content": "", "thinking": t}

@@ -40,7 +40,7 @@ from mockllm.runtime.providers.common import (
     wrong_type,
 )
 from mockllm.runtime.reply.ids import chat_completion_id
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -166,7 +166,7 @@ def _messages(raw_messages: list[Any], path: FieldPath) -> tuple[list[Message], 
 # ---------------------------------------------------------------- rendering helpers
 
 
-def _usage(plan: Plan) -> dict[str, Any]:
+def _usage(plan: MessagePlan) -> dict[str, Any]:
     return {
         "prompt_tokens": plan.input_tokens,
         "completion_tokens": plan.output_tokens,
@@ -189,7 +189,7 @@ def _call_json(call: PlannedToolCall) -> dict[str, Any]:
     }
 
 
-def _has_content(plan: Plan) -> bool:
+def _has_content(plan: MessagePlan) -> bool:
     """Whether ``content`` is a string rather than null: text present, or nothing else to say."""
     return bool(plan.text) or (not plan.tool_calls and plan.refusal is None)
 
@@ -198,7 +198,7 @@ def _headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
     return (("x-request-id", ctx.request_id),)
 
 
-def reply_headers(plan: Plan, ctx: RenderContext) -> tuple[tuple[str, str], ...]:
+def reply_headers(plan: MessagePlan, ctx: RenderContext) -> tuple[tuple[str, str], ...]:
     """What the real API sends with every answer: the request id, the processing time (here: the
     scripted latency) and the API version."""
     return (
@@ -224,7 +224,7 @@ def wants_obfuscation(chat: ChatRequest) -> bool:
     return not (isinstance(options, dict) and options.get("include_obfuscation") is False)
 
 
-def completion_payload(plan: Plan, ctx: RenderContext) -> dict[str, Any]:
+def completion_payload(plan: MessagePlan, ctx: RenderContext) -> dict[str, Any]:
     """The non-streamed chat completion as a JSON value (what :func:`_completion_bytes` encodes)."""
     message: dict[str, Any] = {
         "role": "assistant",
@@ -252,7 +252,7 @@ _USAGE_TAIL = (
 )
 
 
-def _completion_bytes(plan: Plan, ctx: RenderContext) -> bytes:
+def _completion_bytes(plan: MessagePlan, ctx: RenderContext) -> bytes:
     """``json_bytes(completion_payload(plan, ctx))``, byte for byte, assembled from its pieces: only the
     strings are encoded (by the encoder ``json.dumps`` uses), the fixed parts are written once, here."""
     content = json_text(plan.text) if _has_content(plan) else "null"
@@ -356,13 +356,13 @@ class OpenAIChatAdapter:
 
     # -------------------------------------------------------------- responses
 
-    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         headers = reply_headers(plan, ctx)
         if chat.stream:
             return stream_response(self._frames(plan, chat, ctx), media_type=SSE_UTF8_MEDIA, headers=headers)
         return Rendered(status=200, media_type=JSON_MEDIA, headers=headers, body=_completion_bytes(plan, ctx))
 
-    def _frames(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> list[Frame]:
+    def _frames(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> list[Frame]:
         completion_id = chat_completion_id(ctx.response_id)
         pad = wants_obfuscation(chat)
 

@@ -21,7 +21,7 @@ from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, 
 from mockllm.runtime.providers.openai_chat import obfuscation, reply_headers, wants_obfuscation
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import hex_id
-from mockllm.runtime.reply.plan import Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import (
     ChatRequest,
     HttpRequest,
@@ -323,7 +323,7 @@ class ResponsesAdapter:
                     None,
                 )
 
-    def render(self, plan: Plan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         headers = reply_headers(plan, ctx)
         if chat.stream:
             return Rendered(200, _SSE, headers=headers, frames=_stream(plan, chat, ctx))
@@ -357,7 +357,7 @@ class ResponsesAdapter:
 # ---- rendering ----
 
 
-def _status(plan: Plan) -> tuple[str, dict[str, str] | None]:
+def _status(plan: MessagePlan) -> tuple[str, dict[str, str] | None]:
     if plan.finish == "length":
         return "incomplete", {"reason": "max_output_tokens"}
     if plan.finish == "content_filter":
@@ -365,7 +365,7 @@ def _status(plan: Plan) -> tuple[str, dict[str, str] | None]:
     return "completed", None
 
 
-def _usage(plan: Plan) -> dict[str, Any]:
+def _usage(plan: MessagePlan) -> dict[str, Any]:
     reasoning = min(tokens.estimate(plan.thinking), plan.output_tokens) if plan.thinking else 0
     return {
         "input_tokens": plan.input_tokens,
@@ -380,7 +380,7 @@ def _text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 
-def _message_parts(plan: Plan) -> list[dict[str, Any]]:
+def _message_parts(plan: MessagePlan) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     if plan.text or not plan.refusal:
         parts.append(_text_part(plan.text))
@@ -410,7 +410,7 @@ def encrypted_reasoning(thinking: str) -> str:
     return "gAAAAAB" + base64.urlsafe_b64encode(digest * 4).decode()
 
 
-def _reasoning_item(plan: Plan, chat: ChatRequest, rid: str) -> dict[str, Any]:
+def _reasoning_item(plan: MessagePlan, chat: ChatRequest, rid: str) -> dict[str, Any]:
     item: dict[str, Any] = {"id": item_id("rs_", rid, 0), "type": "reasoning", "content": []}
     if _wants_encrypted(chat):
         item["encrypted_content"] = encrypted_reasoning(plan.thinking or "")
@@ -418,7 +418,7 @@ def _reasoning_item(plan: Plan, chat: ChatRequest, rid: str) -> dict[str, Any]:
     return item
 
 
-def _message_item(plan: Plan, rid: str) -> dict[str, Any]:
+def _message_item(plan: MessagePlan, rid: str) -> dict[str, Any]:
     status = "completed" if plan.finish in ("stop", "tool_calls") else "incomplete"
     return {
         "id": item_id("msg_", rid, 1),
@@ -451,7 +451,7 @@ def item_id(prefix: str, rid: str, index: int) -> str:
 _Item = tuple[dict[str, Any], PlannedToolCall | None]
 
 
-def _output(plan: Plan, chat: ChatRequest, rid: str) -> list[_Item]:
+def _output(plan: MessagePlan, chat: ChatRequest, rid: str) -> list[_Item]:
     """The final output items in order, each with the planned call it renders (None for others)."""
     items: list[_Item] = []
     if plan.thinking:
@@ -514,7 +514,7 @@ def _tool_usage() -> dict[str, Any]:
 
 
 def _response(
-    plan: Plan, chat: ChatRequest, ctx: RenderContext, output: list[dict[str, Any]], final: bool
+    plan: MessagePlan, chat: ChatRequest, ctx: RenderContext, output: list[dict[str, Any]], final: bool
 ) -> dict[str, Any]:
     """The Response object with every field the 2026 API sends, request settings echoed."""
     body: Mapping[str, Any] = chat.body if isinstance(chat.body, dict) else {}
@@ -587,7 +587,7 @@ class _Events:
 _PADDED = frozenset({"response.output_text.delta", "response.function_call_arguments.delta"})
 
 
-def _stream(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> tuple[Frame, ...]:
+def _stream(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> tuple[Frame, ...]:
     rid = ctx.response_id
     ev = _Events(wants_obfuscation(chat))
     ev.add("response.created", response=_response(plan, chat, ctx, [], final=False))
@@ -611,7 +611,7 @@ def _stream(plan: Plan, chat: ChatRequest, ctx: RenderContext) -> tuple[Frame, .
     return tuple(ev.frames)
 
 
-def _stream_reasoning(ev: _Events, plan: Plan, item: dict[str, Any], index: int, summary: bool) -> None:
+def _stream_reasoning(ev: _Events, plan: MessagePlan, item: dict[str, Any], index: int, summary: bool) -> None:
     thinking = plan.thinking or ""
     ids = {"item_id": item["id"], "output_index": index, "summary_index": 0}
     ev.add("response.output_item.added", output_index=index, item={**item, "summary": []})
@@ -626,7 +626,7 @@ def _stream_reasoning(ev: _Events, plan: Plan, item: dict[str, Any], index: int,
     ev.add("response.output_item.done", output_index=index, item=item)
 
 
-def _stream_message(ev: _Events, plan: Plan, item: dict[str, Any], index: int) -> None:
+def _stream_message(ev: _Events, plan: MessagePlan, item: dict[str, Any], index: int) -> None:
     added = {**item, "status": "in_progress", "content": []}
     ev.add("response.output_item.added", output_index=index, item=added)
     for part_index, part in enumerate(item["content"]):

@@ -15,7 +15,7 @@ import attrs
 from mockllm.dsl.tree import nodes
 from mockllm.runtime.embed.embedder import embed, to_float32
 from mockllm.runtime.embed.models import model_dimensions
-from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.reply.plan import MessagePlan, Plan
 from mockllm.runtime.reply.tokens import estimate
 from mockllm.runtime.request import ChatRequest
 
@@ -31,7 +31,7 @@ def dimensions_for(chat: ChatRequest) -> int:
 
 def plan_inputs(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) -> Plan:
     """``plan`` completed for ``chat``'s inputs (errors, raw bodies and hangs are left as they are)."""
-    if plan.is_error or plan.is_raw or plan.hang:
+    if not isinstance(plan, MessagePlan):
         return plan
     elements: Sequence[nodes.ReplyElement] = block.elements if block is not None else ()
     scripted_usage = any(isinstance(el, nodes.Usage) for el in elements)
@@ -52,4 +52,4 @@ def plan_inputs(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) -
 def default_plan(chat: ChatRequest) -> Plan:
     """What the echo double answers an embedding or moderation request: the default embedder's vectors,
     nothing flagged."""
-    return plan_inputs(Plan(model=chat.model), None, chat)
+    return plan_inputs(MessagePlan(model=chat.model), None, chat)

@@ -27,10 +27,9 @@ class PlannedToolCall:
 
 
 @attrs.frozen
-class Plan:
-    """What to send. Exactly one of these shapes applies, checked in this order:
-    ``hang``; ``error_status`` (an error response in the provider's shape);
-    ``raw_status``/``raw_body`` (sent as written); otherwise a normal message."""
+class MessagePlan:
+    """A normal answer -- text, thinking, a refusal, tool calls -- sent whole or streamed, with the
+    stream's faults. The only shape adapters render (``Adapter.render``)."""
 
     model: str
     text: str = ""
@@ -45,17 +44,10 @@ class Plan:
     # timing
     latency_s: float = 0.0
     chunk_interval_s: float = 0.0
-    # errors and faults
-    error_status: int | None = None
-    error_message: str | None = None
-    retry_after_s: float | None = None
-    raw_status: int | None = None
-    raw_body: Any = None
-    has_raw_body: bool = False
+    # stream faults
     disconnect_after: int | None = None  # content chunks sent before the connection is cut
     stream_error: str | None = None
     stream_error_after: int | None = None
-    hang: bool = False
     # `interleave calls`: when streaming, adapters that stream arguments in fragments send the calls'
     # fragments round-robin (call 0's first, call 1's first, …, call 0's second, …), not call by call
     interleave_calls: bool = False
@@ -65,10 +57,40 @@ class Plan:
     vectors: tuple[Sequence[float], ...] = ()
     flags: tuple[str, ...] = ()
 
-    @property
-    def is_error(self) -> bool:
-        return self.error_status is not None
 
-    @property
-    def is_raw(self) -> bool:
-        return self.raw_status is not None or self.has_raw_body
+@attrs.frozen
+class ErrorPlan:
+    """``error 429 "…"`` (or an error of mockllm's own, such as a failed ``expect:``): an error response
+    in the provider's own shape, rendered by ``Adapter.render_error``."""
+
+    model: str
+    status: int
+    message: str
+    retry_after_s: float | None = None
+    latency_s: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class RawPlan:
+    """``status N`` and/or ``body {…}``: sent as written, in no provider's shape."""
+
+    model: str
+    status: int = 200
+    body: Any = None  # a JSON value, or a string sent as text
+    has_body: bool = False  # `body null` sends the JSON null; no `body` line sends an empty body
+    latency_s: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class HangPlan:
+    """``hang``: send nothing until the client leaves, the server stops or its hang limit passes."""
+
+    model: str
+
+
+#: What to send for one request: exactly one of four shapes. When a reply block holds elements of
+#: several (the checks reject that, but a plan is built anyway), the planner decides in this order:
+#: hang, error, raw, message (:func:`mockllm.runtime.reply.planner.shape`).
+Plan = HangPlan | ErrorPlan | RawPlan | MessagePlan

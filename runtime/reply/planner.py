@@ -18,7 +18,7 @@ import attrs
 from mockllm.dsl.tree import nodes
 from mockllm.dsl.tree.templates import parse, render_json
 from mockllm.runtime.reply.ids import call_key
-from mockllm.runtime.reply.plan import FinishReason, Plan, PlannedToolCall
+from mockllm.runtime.reply.plan import ErrorPlan, FinishReason, HangPlan, MessagePlan, Plan, PlannedToolCall, RawPlan
 from mockllm.runtime.reply.tokens import estimate
 from mockllm.runtime.request import ChatRequest
 
@@ -157,11 +157,13 @@ class _Call:
 @attrs.frozen
 class _Resolved:
     """A reply block resolved for one request, short of what depends on the request alone: the model,
-    the prompt-token estimate (``input_tokens`` None: estimate it) and the tool-call keys."""
+    the prompt-token estimate (``input_tokens`` None: estimate it) and the tool-call keys. A block that
+    is not a message (hang, error, raw) is resolved to its plan with the model left empty."""
 
-    fields: Mapping[str, Any]  # every other Plan field
+    fields: Mapping[str, Any]  # every other MessagePlan field
     calls: tuple[_Call, ...]
     input_tokens: int | None
+    other: HangPlan | ErrorPlan | RawPlan | None = None
 
 
 def _has_template(value: Any) -> bool:
@@ -268,6 +270,8 @@ def _complete(
     resolved: _Resolved, chat: ChatRequest, call_offset: int, conversation: str, input_tokens: int | None = None
 ) -> Plan:
     """The plan: ``resolved`` with the model, the prompt-token estimate and the keyed tool calls."""
+    if resolved.other is not None:
+        return attrs.evolve(resolved.other, model=chat.model)
     if resolved.calls:
         first = call_offset + 1
         calls = tuple(
@@ -287,7 +291,7 @@ def _complete(
         input_tokens = resolved.input_tokens
     if input_tokens is None:
         input_tokens = estimate(input_text(chat))
-    return Plan(model=chat.model, tool_calls=calls, input_tokens=input_tokens, **resolved.fields)
+    return MessagePlan(model=chat.model, tool_calls=calls, input_tokens=input_tokens, **resolved.fields)
 
 
 def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str, str]) -> _Resolved:
@@ -301,7 +305,8 @@ def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str
     finish: FinishReason | None = None
     usage: nodes.Usage | None = None
     stream: nodes.Stream | None = None
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {}  # MessagePlan fields
+    shaping = _Shaping()  # what decides the other shapes
     headers: list[tuple[str, str]] = []
 
     for el in block.elements:
@@ -324,10 +329,9 @@ def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str
         elif isinstance(el, nodes.Latency):
             fields["latency_s"] = el.duration.seconds
         elif isinstance(el, nodes.Error):
-            fields["error_status"] = el.status
-            fields["error_message"] = _render(el.message, env)
+            shaping.error = (el.status, _render(el.message, env))
         elif isinstance(el, nodes.RetryAfter):
-            fields["retry_after_s"] = el.duration.seconds
+            shaping.retry_after_s = el.duration.seconds
             headers.extend(retry_headers(el.duration.seconds))
         elif isinstance(el, nodes.Header):
             headers.append((el.name, _render(el.value, env)))
@@ -336,17 +340,16 @@ def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str
             if value is not None:
                 headers.append((el.name, value))
         elif isinstance(el, nodes.Status):
-            fields["raw_status"] = el.status
+            shaping.status = el.status
         elif isinstance(el, nodes.Body):
-            fields["raw_body"] = render_json(el.body, env)
-            fields["has_raw_body"] = True
+            shaping.body, shaping.has_body = render_json(el.body, env), True
         elif isinstance(el, nodes.Disconnect):
             fields["disconnect_after"] = el.after_chunks
         elif isinstance(el, nodes.StreamError):
             fields["stream_error"] = _render(el.message, env)
             fields["stream_error_after"] = el.after_chunks
         elif isinstance(el, nodes.Hang):
-            fields["hang"] = True
+            shaping.hang = True
         elif isinstance(el, nodes.InterleaveCalls):
             fields["interleave_calls"] = True
         elif isinstance(el, nodes.Echo) and chat is not None:
@@ -356,6 +359,10 @@ def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str
             texts.append(answer.text)
             for name, arguments in answer.tool_calls:
                 pending_calls.append((name, arguments, "echo", None))
+
+    other = shape(shaping, fields.get("latency_s", 0.0), tuple(headers))
+    if other is not None:
+        return _Resolved({}, (), None, other)
 
     calls: list[_Call] = []
     for name, arguments, prefix, explicit_id in pending_calls:
@@ -388,3 +395,32 @@ def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str
         headers=tuple(headers),
     )
     return _Resolved(fields, tuple(calls), input_tokens)
+
+
+@attrs.define
+class _Shaping:
+    """The elements of a reply block that make it something other than a message."""
+
+    hang: bool = False
+    error: tuple[int, str] | None = None  # status, message
+    retry_after_s: float | None = None
+    status: int | None = None
+    body: Any = None
+    has_body: bool = False
+
+
+def shape(
+    shaping: _Shaping, latency_s: float, headers: tuple[tuple[str, str], ...]
+) -> HangPlan | ErrorPlan | RawPlan | None:
+    """The plan of a reply that is not a message (its model left empty), None for a message. The one
+    place that decides the precedence of the shapes: ``hang`` wins, then ``error``, then
+    ``status``/``body`` (raw)."""
+    if shaping.hang:
+        return HangPlan(model="")
+    if shaping.error is not None:
+        status, message = shaping.error
+        return ErrorPlan("", status, message, shaping.retry_after_s, latency_s, headers)
+    if shaping.status is not None or shaping.has_body:
+        status = shaping.status if shaping.status is not None else 200
+        return RawPlan("", status, shaping.body, shaping.has_body, latency_s, headers)
+    return None

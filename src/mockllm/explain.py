@@ -19,6 +19,7 @@ from typing import Any
 from mockllm.dsl.span import NO_SPAN
 from mockllm.errors import ExplainError
 from mockllm.runtime.engine.outcome import Outcome
+from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 PROVIDERS = ("openai", "anthropic", "gemini", "ollama", "responses")
@@ -157,12 +158,12 @@ def _summary(outcome: Outcome) -> list[str]:
     plan = outcome.plan
     if plan is None:
         return []
-    if plan.hang:
+    if isinstance(plan, HangPlan):
         return ["reply: hang (never answers)"]
-    if plan.error_status is not None:
-        return [f"reply: error {plan.error_status} {json.dumps(plan.error_message or '', ensure_ascii=False)}"]
-    if plan.is_raw:
-        return [f"reply: raw status {plan.raw_status if plan.raw_status is not None else 200}"]
+    if isinstance(plan, ErrorPlan):
+        return [f"reply: error {plan.status} {json.dumps(plan.message, ensure_ascii=False)}"]
+    if isinstance(plan, RawPlan):
+        return [f"reply: raw status {plan.status}"]
     lines = []
     if plan.text:
         lines.append(f"reply: text {json.dumps(plan.text, ensure_ascii=False)}")
@@ -184,15 +185,19 @@ def _to_json(outcome: Outcome, chat: ChatRequest) -> dict[str, Any]:
         "location": outcome.step_span.location() if outcome.step_span != NO_SPAN else None,
         "fallback": outcome.fallback,
         "expectation_failed": outcome.expectation_failed,
-        "reply": None
-        if plan is None
-        else {
-            "text": plan.text,
-            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in plan.tool_calls],
-            "error_status": plan.error_status,
-            "error_message": plan.error_message,
-        },
+        "reply": None if plan is None else _reply_json(plan),
         "no_match": outcome.no_match.to_json() if outcome.no_match is not None else None,
+    }
+
+
+def _reply_json(plan: Plan) -> dict[str, Any]:
+    message = plan if isinstance(plan, MessagePlan) else None
+    error = plan if isinstance(plan, ErrorPlan) else None
+    return {
+        "text": message.text if message is not None else "",
+        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls] if message else [],
+        "error_status": error.status if error is not None else None,
+        "error_message": error.message if error is not None else None,
     }
 
 
