@@ -91,3 +91,25 @@ def test_a_script_value_with_a_lone_surrogate_is_a_diagnostic(serve: Serve) -> N
         assert error["message"] == "invalid JSON: `\\ud800` names half of a surrogate pair"
         assert (error["span"]["line"], error["span"]["column"]) == (1, 74)
         check_views(client)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/embed", {"model": "all-minilm", "input": "hi", "dimensions": 10**40}),
+        ("/api/embed", {"model": "all-minilm", "input": "hi", "dimensions": 10**9}),
+        ("/v1/embeddings", {"model": "my-embedder", "input": "hi", "dimensions": 10**9}),
+        (
+            "/v1beta/models/my-embedder:embedContent",
+            {"content": {"parts": [{"text": "hi"}]}, "outputDimensionality": 10**9},
+        ),
+    ],
+)
+def test_an_embedding_too_long_to_build_is_refused(serve: Serve, path: str, body: dict[str, object]) -> None:
+    """Found by the long fuzz run: `dimensions` past what fits an index made Ollama's endpoint answer
+    500, and a merely huge one would have built a vector of a billion numbers. Past 8,192 it is a 400."""
+    with serve("") as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        response = client.post(path, json=body, headers={"authorization": "Bearer sk", "x-goog-api-key": "k"})
+        assert response.status_code == 400, response.text
+        assert "8192" in response.text
+        check_views(client)

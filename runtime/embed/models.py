@@ -39,6 +39,12 @@ DIMENSIONS: dict[str, int] = {
     "cohere.embed-multilingual-v3": 1024,
 }
 
+#: the longest vector a request may ask for (``dimensions``, ``outputDimensionality``). No embedding
+#: model in the table is longer than 3072; past this a request is refused with a 400, so one request
+#: cannot make the server build a vector of a billion numbers (issue 12: nothing a client sends may
+#: grow the server without bound).
+MAX_DIMENSIONS = 8192
+
 #: provider → the dimension of a model the table does not know.
 PROVIDER_DEFAULTS: dict[str, int] = {"openai": 1536, "gemini": 768, "ollama": 768}
 DEFAULT_DIMENSIONS = 1536

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockllm.runtime.embed.models import DIMENSIONS
+from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.gemini import _bad, _get, _list, _load_body, _obj, _opt_str, _target
@@ -46,8 +46,8 @@ def _dimensions(request: dict[str, Any], where: str, model: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _bad(f"Invalid value at '{where}.output_dimensionality' (TYPE_INT32), {common.describe(value)}")
     native = DIMENSIONS.get(model)
-    if value < 1 or (native is not None and value > native):
-        top = native if native is not None else "the model's dimension"
+    if value < 1 or value > (native if native is not None else MAX_DIMENSIONS):
+        top = native if native is not None else MAX_DIMENSIONS
         raise _bad(f"* {where}.output_dimensionality: must be between 1 and {top}, got {value}")
     return value
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockllm.runtime.embed.models import MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.inputs import Parse, Render
@@ -62,6 +63,8 @@ def _dimensions(data: dict[str, Any]) -> int | None:
         raise _wrong_type("dimensions", "an integer", value)
     if value < 0:
         raise ProviderError(400, f"invalid dimensions: must be a positive integer, got {value}")
+    if value > MAX_DIMENSIONS:
+        raise ProviderError(400, f"invalid dimensions: must be at most {MAX_DIMENSIONS}, got {value}")
     return value
 
 

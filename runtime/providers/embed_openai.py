@@ -14,7 +14,7 @@ from typing import Any
 
 from mockllm.dsl.tree.nodes import MODERATION_CATEGORIES
 from mockllm.runtime.embed.embedder import float32_bytes
-from mockllm.runtime.embed.models import DIMENSIONS
+from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     FieldPath,
@@ -101,6 +101,8 @@ def _dimensions(body: dict[str, Any], model: str) -> int | None:
     native = DIMENSIONS.get(model)
     if native is not None and dims > native:
         raise invalid_value(path, f"{model} has {native} dimensions; ask for at most {native}, got {dims}")
+    if dims > MAX_DIMENSIONS:
+        raise invalid_value(path, f"ask for at most {MAX_DIMENSIONS} dimensions, got {dims}")
     return dims
 
 
