@@ -261,13 +261,17 @@ def test_graph_mermaid_and_dot(work: Path) -> None:
     proc = run(work, "graph", "weather.mockllm")
     assert proc.returncode == 0
     out = proc.stdout
-    assert "title: 'scenario \"Weather\"'" in out and "title: 'scenario \"Chatter\"'" in out
-    assert 's0["ask<br/>once"]' in out
-    assert 's3["retry<br/>repeat 3"]' in out
-    assert '    s0 -->|"tool result for #quot;get_weather#quot; contains #quot;sun#quot;"| s1' in out
-    assert '    s0 -->|"tool result for #quot;get_weather#quot; contains #quot;rain#quot;"| s2' in out
-    assert '    s1 -->|"any request"| s3' in out
-    assert '    s3 -.->|"up to 3 times"| s3' in out
+    assert out.count("flowchart TD") == 1  # two scenarios, one Mermaid document
+    assert 'subgraph m0_scenario["scenario #quot;Weather#quot;"]' in out
+    assert 'subgraph m1_scenario["scenario #quot;Chatter#quot;"]' in out
+    assert 'm0_s0["ask<br/>once"]' in out
+    assert 'm0_s3["retry<br/>repeat 3"]' in out
+    assert 'm0_s0 -->|"tool result for #quot;get_weather#quot; contains #quot;sun#quot;"| m0_s1' in out
+    assert 'm0_s0 -->|"tool result for #quot;get_weather#quot; contains #quot;rain#quot;"| m0_s2' in out
+    assert 'm0_s1 -->|"any request"| m0_s3' in out
+    assert 'm0_s3 -.->|"up to 3 times"| m0_s3' in out
+    proc = run(work, "graph", "weather.mockllm", "--scenario", "Weather")
+    assert proc.stdout.startswith("---\ntitle: 'scenario \"Weather\"'\n---\nflowchart TD\n")
 
     proc = run(work, "graph", "weather.mockllm", "--scenario", "Chatter", "--format", "dot")
     assert proc.returncode == 0
@@ -369,7 +373,7 @@ def test_serve_and_explain_arguments() -> None:
     args = cli.build_parser().parse_args(["explain", "lib", "req.json", "--provider", "anthropic"])
     assert (args.library, args.request, args.provider, args.endpoint, args.format) == (
         "lib",
-        "req.json",
+        ["req.json"],
         "anthropic",
         None,
         "text",

@@ -1,6 +1,12 @@
-"""``mockllm explain LIBRARY REQUEST.json``: which step a recorded request would match, or why each
-candidate step fails. Exit 0 when a step matches, 1 when none does or the library or request is
-broken.
+"""``mockllm explain LIBRARY [EARLIER.json …] REQUEST.json``: which step a recorded request would
+match in its real position in its conversation, or why each candidate step fails. Exit 0 when a step
+matches, 1 when none does or the library or request is broken.
+
+A request is explained where it happened, not as the start of a conversation: its conversation's
+earlier requests are answered first. They are the files given before it; or, for a journal export
+(``GET /_mockllm/requests``, a list of entries), the same conversation's earlier entries that kept a
+body; and otherwise the request's own history, cut before each assistant turn (every request of a
+chat repeats its history, so one saved request is enough). ``--no-replay`` explains it alone.
 
 REQUEST.json holds the request body as the client sent it. It may instead hold a wrapper
 ``{"provider": …, "endpoint": …, "headers": {…}, "body": {…}}`` (the shape of a recorded request);
@@ -14,13 +20,18 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from mockllm.dsl.span import NO_SPAN
 from mockllm.errors import ExplainError
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
+
+if TYPE_CHECKING:
+    from mockllm.runtime.engine.engine import Engine
 
 PROVIDERS = ("openai", "anthropic", "gemini", "ollama", "responses")
 
@@ -220,9 +231,103 @@ def _print_text(outcome: Outcome) -> None:
         out.write("no scenario applies; the echo responder answers\n")
 
 
+@attrs.frozen
+class Replay:
+    """What ``explain`` runs: the conversation's earlier requests, then the one to explain."""
+
+    earlier: tuple[ChatRequest, ...]
+    target: ChatRequest
+    source: str  # how the earlier requests were found, for the report's first line
+
+
+def _journal_entries(data: Any) -> list[dict[str, Any]] | None:
+    """The entries of a journal export (a list, or ``{"requests": [...]}``), else None."""
+    if isinstance(data, dict) and isinstance(data.get("requests"), list):
+        data = data["requests"]
+    if isinstance(data, list) and all(isinstance(e, dict) and "conversation" in e for e in data):
+        return list(data)
+    return None
+
+
+def _from_journal(entries: list[dict[str, Any]], entry_id: int | None, path: str) -> tuple[list[Any], Any]:
+    """(earlier wrapped requests, the wrapped request to explain) from a journal export."""
+    with_body = [e for e in entries if isinstance(e.get("body"), dict)]
+    if entry_id is not None:
+        chosen = next((e for e in entries if e.get("id") == entry_id), None)
+        if chosen is None:
+            raise ExplainError(f"{path} has no entry {entry_id}")
+        if not isinstance(chosen.get("body"), dict):
+            raise ExplainError(f"entry {entry_id} of {path} kept no request body (only failures keep theirs)")
+    else:
+        failed = [e for e in with_body if e.get("no_match") or e.get("expectation_failed")]
+        if not failed:
+            raise ExplainError(f"{path} has no entry that matched no step or failed an expectation")
+        chosen = failed[-1]
+    earlier = [
+        e
+        for e in with_body
+        if e.get("conversation") == chosen.get("conversation") and int(e.get("id", 0)) < int(chosen.get("id", 0))
+    ]
+
+    def wrapped(e: dict[str, Any]) -> dict[str, Any]:
+        headers = {"x-mockllm-conversation": str(e["conversation"])} if e.get("conversation") else {}
+        return {"provider": e.get("provider"), "endpoint": e.get("endpoint"), "headers": headers, "body": e["body"]}
+
+    return [wrapped(e) for e in earlier], wrapped(chosen)
+
+
+def history_prefixes(chat: ChatRequest) -> tuple[ChatRequest, ...]:
+    """The requests that led to ``chat``: its history cut before each assistant turn (each of those
+    turns answered such a request). A chat's every request repeats the history, so one saved request
+    is enough to put it back in its real position."""
+    out: list[ChatRequest] = []
+    messages = chat.messages
+    for i, m in enumerate(messages):
+        if m.role == "assistant" and i > 0 and messages[i - 1].role != "assistant":
+            out.append(attrs.evolve(chat, messages=messages[:i], stream=False))
+    return tuple(out)
+
+
+def build_replay(
+    paths: list[str], provider: str | None, endpoint: str | None, entry: int | None = None, replay: bool = True
+) -> Replay:
+    """The requests to run from the files given: the last is the request to explain (a body, a recorded
+    request, or a journal export), the others its conversation's earlier requests."""
+    *before, last = paths
+    data = _read_request(last)
+    entries = _journal_entries(data)
+    earlier_data: list[Any] = [_read_request(p) for p in before]
+    source = ""
+    if entries is not None:
+        from_journal, data = _from_journal(entries, entry, last)
+        earlier_data.extend(from_journal)
+        if from_journal:
+            source = f"{len(from_journal)} earlier request{'s' if len(from_journal) != 1 else ''} from the journal"
+    elif entry is not None:
+        raise ExplainError("--entry needs a journal export (GET /_mockllm/requests)")
+    target = parse_request(data, provider, endpoint)
+    earlier = tuple(parse_request(d, provider, endpoint) for d in earlier_data)
+    if before:
+        source = f"{len(before)} earlier request{'s' if len(before) != 1 else ''} given"
+    if not replay:
+        return Replay((), target, "")
+    if not earlier:
+        earlier = history_prefixes(target)
+        if earlier:
+            source = f"{len(earlier)} earlier turn{'s' if len(earlier) != 1 else ''} from the request's own history"
+    return Replay(earlier, target, source)
+
+
+def run_replay(engine: Engine, replay: Replay) -> Outcome:
+    """Answer every earlier request (advancing the conversation), then explain the target."""
+    for chat in replay.earlier:
+        engine.handle(chat)
+    return engine.explain(replay.target)
+
+
 def explain_command(args: Any) -> int:
-    """Run ``mockllm explain``; ``args`` carries ``library``, ``request``, ``provider``, ``endpoint``,
-    ``format``."""
+    """Run ``mockllm explain``; ``args`` carries ``library``, ``request`` (one or more files),
+    ``provider``, ``endpoint``, ``entry``, ``no_replay`` and ``format``."""
     from mockllm.dsl.diagnostics import render
     from mockllm.dsl.machines.compiler import load_and_compile
     from mockllm.runtime.engine.engine import Engine
@@ -238,16 +343,26 @@ def explain_command(args: Any) -> int:
     if compiled is None:
         sys.stderr.write("mockllm: the library has errors; nothing to explain\n")
         return 1
+    requests = args.request if isinstance(args.request, list) else [args.request]
     try:
-        chat = parse_request(
-            _read_request(args.request), getattr(args, "provider", None), getattr(args, "endpoint", None)
+        replay = build_replay(
+            requests,
+            getattr(args, "provider", None),
+            getattr(args, "endpoint", None),
+            getattr(args, "entry", None),
+            not getattr(args, "no_replay", False),
         )
     except ExplainError as exc:
         sys.stderr.write(f"mockllm: {exc}\n")
         return 1
-    outcome = Engine(compiled).explain(chat)
+    outcome = run_replay(Engine(compiled), replay)
+    chat = replay.target
     if getattr(args, "format", "text") == "json":
-        sys.stdout.write(json.dumps(_to_json(outcome, chat), ensure_ascii=False, indent=2) + "\n")
+        data = _to_json(outcome, chat)
+        data["replayed"] = len(replay.earlier)
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
+        if replay.earlier:
+            sys.stdout.write(f"replayed {replay.source} first\n")
         _print_text(outcome)
     return 0 if outcome.step is not None else 1
