@@ -36,6 +36,26 @@ def compile_text(text: str) -> CompiledLibrary | None:
     return compiled
 
 
+class SleepLog:
+    """A ``ServerOptions.sleep`` that records every delay the server asks for, then really waits: a
+    test asserts the delays the script set exactly, and wall-clock time only from below (a loaded
+    machine makes things slower, never faster). How fast mockllm is belongs in bench/."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        import asyncio
+
+        self.delays.append(seconds)
+        await asyncio.sleep(seconds)
+
+
+@pytest.fixture
+def sleep_log() -> SleepLog:
+    return SleepLog()
+
+
 @contextmanager
 def _serve(text: str = "", **options: Any) -> Iterator[BackgroundServer]:
     from mockllm.server.background import BackgroundServer

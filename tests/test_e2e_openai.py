@@ -147,7 +147,7 @@ scenario "flaky":
         out = client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
         elapsed = time.monotonic() - started
     assert out.choices[0].message.content == "finally"
-    assert 0.55 <= elapsed < 3.0
+    assert elapsed >= 0.55  # two retry-after waits of 300 ms (wall clock only from below: see conftest.SleepLog)
 
 
 def test_retries_through_5xx(serve_text: ServeText) -> None:
@@ -239,7 +239,7 @@ def test_latency_before_first_byte(serve_text: ServeText) -> None:
         out = client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
         elapsed = time.monotonic() - started
     assert out.choices[0].message.content == "late"
-    assert 0.245 <= elapsed < 0.6
+    assert elapsed >= 0.245
 
 
 def test_unmatched_request_explains_itself(serve_text: ServeText) -> None:
