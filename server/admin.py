@@ -171,6 +171,23 @@ def scenario_summary(library: CompiledLibrary | None) -> list[dict[str, Any]]:
     return out
 
 
+def library_description(library: CompiledLibrary | None) -> str:
+    """One line saying what the server answers with: the startup banner's second line and the
+    ``loaded`` field of ``/_mockllm/health``."""
+    if library is None or (not library.machines and library.fallback is None):
+        return "no scenarios loaded: the echo responder answers every request"
+    count = len(library.machines)
+    steps = library.step_count()
+    files = ", ".join(library.files) if library.files else "code"
+    text = f"{count} scenario{'s' if count != 1 else ''} ({steps} step{'s' if steps != 1 else ''}) from {files}"
+    if library.fallback is not None:
+        where = library.fallback_span.location()
+        text += f"; when no step matches, the fallback ({where}) answers"
+    else:
+        text += "; when no step matches, the answer is a 404 with the no-match report"
+    return text + ". Steps are used up per conversation until POST /_mockllm/reset"
+
+
 def compile_text(
     text: str, is_json: bool, base: str | None = None, root: str | None = None
 ) -> tuple[CompiledLibrary | None, list[Diagnostic], dict[str, str]]:
@@ -211,6 +228,10 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
                 "version": version,
                 "scenarios": len(library.machines) if library is not None else 0,
                 "steps": library.step_count() if library is not None else 0,
+                "files": list(library.files) if library is not None else [],
+                "fallback": library is not None and library.fallback is not None,
+                "echo": library is None,
+                "loaded": library_description(library),
             }
         )
 

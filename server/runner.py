@@ -159,6 +159,9 @@ def run(
         print(f"mockllm: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     print(f"mockllm listening on {url_for(host, sock)}", file=stream, flush=True)
+    from mockllm.server.admin import library_description
+
+    print(f"mockllm: serving {library_description(library)}", file=sys.stderr, flush=True)
 
     async def main() -> None:
         running = asyncio.get_running_loop()

@@ -7,6 +7,7 @@ can match more than once. With ``order any`` every step hangs off ``start``."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import attrs
@@ -15,7 +16,7 @@ from mockllm.dsl.machines.compiled import START, CompiledStep, Machine
 from mockllm.dsl.tree.describe import condition, quote
 from mockllm.dsl.tree.nodes import Condition
 
-__all__ = ["Diagram", "Edge", "diagram", "to_dot", "to_mermaid"]
+__all__ = ["Diagram", "Edge", "diagram", "to_dot", "to_mermaid", "to_mermaid_document"]
 
 MAX_CONDITION_CHARS = 48
 MAX_CONDITIONS = 3
@@ -37,14 +38,16 @@ class Diagram:
     edges: tuple[Edge, ...]
 
 
-def _shorten(text: str) -> str:
-    return text if len(text) <= MAX_CONDITION_CHARS else text[: MAX_CONDITION_CHARS - 1] + "…"
+def _wrap(text: str) -> list[str]:
+    """A condition in lines of at most ``MAX_CONDITION_CHARS``, broken between words (a word longer
+    than a line keeps a line of its own): a label never cuts a word or drops part of a condition."""
+    return textwrap.wrap(text, MAX_CONDITION_CHARS, break_long_words=False, break_on_hyphens=False) or [text]
 
 
 def _condition_lines(conditions: Sequence[Condition], empty: str) -> tuple[str, ...]:
     if not conditions:
         return (empty,) if empty else ()
-    lines = [_shorten(condition(c)) for c in conditions[:MAX_CONDITIONS]]
+    lines = [line for c in conditions[:MAX_CONDITIONS] for line in _wrap(condition(c))]
     if len(conditions) > MAX_CONDITIONS:
         lines.append(f"+{len(conditions) - MAX_CONDITIONS} more")
     return tuple(lines)
@@ -79,7 +82,8 @@ def diagram(machine: Machine) -> Diagram:
     shared = _shared_prefix(machine.steps)
     start_lines: list[str] = ["start"]
     if shared:
-        start_lines.extend("when " + line for line in _condition_lines(machine.steps[0].conditions[:shared], ""))
+        shared_lines = _condition_lines(machine.steps[0].conditions[:shared], "")
+        start_lines.extend(("when " if i == 0 else "") + line for i, line in enumerate(shared_lines))
     if machine.order_any:
         start_lines.append("order any")
     nodes = tuple((_node_id(s.index), (s.name, _consumption(s))) for s in machine.steps)
@@ -108,17 +112,38 @@ def _mermaid_text(lines: Sequence[str]) -> str:
     return '"' + "<br/>".join(escaped) + '"'
 
 
+def _mermaid_body(d: Diagram, prefix: str, indent: str) -> list[str]:
+    out = [f"{indent}{prefix}start(({_mermaid_text(d.start_lines)}))"]
+    for node_id, label in d.nodes:
+        out.append(f"{indent}{prefix}{node_id}[{_mermaid_text(label)}]")
+    for e in d.edges:
+        arrow = "-.->" if e.dashed else "-->"
+        out.append(f"{indent}{prefix}{e.source} {arrow}|{_mermaid_text(e.lines)}| {prefix}{e.target}")
+    return out
+
+
 def to_mermaid(machine: Machine) -> str:
     """A Mermaid ``flowchart`` of one scenario's machine."""
     d = diagram(machine)
     title = "'" + d.title.replace("'", "''") + "'"  # a YAML single-quoted scalar
-    out = ["---", f"title: {title}", "---", "flowchart TD"]
-    out.append(f"    start(({_mermaid_text(d.start_lines)}))")
-    for node_id, label in d.nodes:
-        out.append(f"    {node_id}[{_mermaid_text(label)}]")
-    for e in d.edges:
-        arrow = "-.->" if e.dashed else "-->"
-        out.append(f"    {e.source} {arrow}|{_mermaid_text(e.lines)}| {e.target}")
+    out = ["---", f"title: {title}", "---", "flowchart TD", *_mermaid_body(d, "", "    ")]
+    return "\n".join(out) + "\n"
+
+
+def to_mermaid_document(machines: Sequence[Machine]) -> str:
+    """One Mermaid document for any number of scenarios: one scenario is :func:`to_mermaid`; several
+    are one ``flowchart`` with a subgraph per scenario (node ids prefixed ``m0_``, ``m1_`` … so they
+    never collide), which every Mermaid renderer draws as a whole."""
+    if len(machines) == 1:
+        return to_mermaid(machines[0])
+    out = ["flowchart TD"]
+    for i, machine in enumerate(machines):
+        d = diagram(machine)
+        prefix = f"m{i}_"
+        out.append(f"    subgraph {prefix}scenario[{_mermaid_text([d.title])}]")
+        out.append("        direction TB")
+        out.extend(_mermaid_body(d, prefix, "        "))
+        out.append("    end")
     return "\n".join(out) + "\n"
 
 

@@ -62,6 +62,9 @@ class ScriptIndentError(MockllmError, LarkError):
         self.hint = hint
 
 
+INDENT_UNIT = 4  # what `mockllm fmt` writes; a block line off that grid is the likelier mistake
+
+
 class MockIndenter(Indenter):
     """Python-style indentation: spaces only, any consistent depth, newlines inside {} and [] ignored.
 
@@ -81,6 +84,11 @@ class MockIndenter(Indenter):
 
     def _layout(self, stream: Iterator[Token]) -> Iterator[Token]:
         levels = [0]
+        # the line that opened each level, and the columns each depth has been indented to so far: an
+        # under-indented block is reported on its own line, not on the first later line it throws off
+        # (locals, not attributes: one indenter serves every thread)
+        openers = [1]
+        depth_columns: dict[int, set[int]] = {}
         parens = 0
         last: Token | None = None
         for token in stream:
@@ -94,7 +102,7 @@ class MockIndenter(Indenter):
                 )
             if token.type == self.NL_type:
                 if parens == 0:
-                    yield from self._newline(token, levels)
+                    yield from self._newline(token, levels, openers, depth_columns)
             else:
                 yield token
                 if token.type in self.OPEN_PAREN_types:
@@ -106,7 +114,9 @@ class MockIndenter(Indenter):
             levels.pop()
             yield Token.new_borrow_pos(self.DEDENT_type, "", last) if last else Token(self.DEDENT_type, "")
 
-    def _newline(self, token: Token, levels: list[int]) -> Iterator[Token]:
+    def _newline(
+        self, token: Token, levels: list[int], openers: list[int], depth_columns: dict[int, set[int]]
+    ) -> Iterator[Token]:
         yield token
         indent_str = token.rsplit("\n", 1)[1] if "\n" in token else ""
         line = token.end_line or 1
@@ -117,13 +127,31 @@ class MockIndenter(Indenter):
         indent = len(indent_str)
         if indent > levels[-1]:
             levels.append(indent)
+            openers.append(line)
+            depth_columns.setdefault(len(levels), set()).add(indent)
             yield Token.new_borrow_pos(self.INDENT_type, indent_str, token)
             return
         valid = list(levels)
         while indent < levels[-1]:
             levels.pop()
+            openers.pop()
             yield Token.new_borrow_pos(self.DEDENT_type, indent_str, token)
         if indent != levels[-1]:
+            depth = len(levels)
+            parent = levels[-2] if depth > 1 else 0
+            lines_up = indent in depth_columns.get(depth, set()) or (
+                (indent - parent) % INDENT_UNIT == 0 and (levels[-1] - parent) % INDENT_UNIT != 0
+            )
+            if depth > 1 and parent < levels[-1] < indent and lines_up:
+                # this line lines up with its depth elsewhere; the block's first line was under-indented
+                raise ScriptIndentError(
+                    "indent",
+                    openers[-1],
+                    levels[-1] + 1,
+                    f"this line is indented to column {levels[-1] + 1}, less than the lines of its block "
+                    f"(line {line} is at column {indent + 1})",
+                    f"indent it to column {indent + 1}, like the other lines at this depth",
+                )
             columns = [str(level + 1) for level in valid]
             shown = columns[0] if len(columns) == 1 else ", ".join(columns[:-1]) + " or " + columns[-1]
             raise ScriptIndentError(

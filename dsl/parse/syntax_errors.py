@@ -16,7 +16,7 @@ import difflib
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -426,12 +426,47 @@ def word_at(text: str, pos: int | None) -> str | None:
     return m.group(0) if m else None
 
 
-def suggestion(word: str, accepts: Iterable[str], literals: Mapping[str, str]) -> str | None:
-    """What the user probably meant by ``word`` where the parser accepts ``accepts``."""
+_PREDICATE_WORDS = frozenset({"is", "not", "contains", "matches", "glob", "include", "exclude"})
+
+
+def _subject_before(text: str, pos: int) -> str | None:
+    """The subject kind a condition line starts with, read from the text before ``pos`` on its line."""
+    from mockllm.dsl.tree import describe
+    from mockllm.dsl.tree.nodes import Subject, SubjectKind
+
+    line = text[text.rfind("\n", 0, pos) + 1 : pos].strip()
+    best: tuple[int, str] | None = None
+    for kind in get_args(SubjectKind):
+        lead = describe.subject(Subject(kind, "ARG")).split('"ARG"')[0].split("ARG")[0].strip()
+        if lead and (line == lead or line.startswith(lead + " ")) and (best is None or len(lead) > best[0]):
+            best = (len(lead), kind)
+    return best[1] if best is not None else None
+
+
+def _allowed_predicate_words(kind: str) -> set[str]:
+    from mockllm.dsl.check.predicates import allowed_ops
+    from mockllm.dsl.tree.describe import OP_WORDS
+
+    return {word for op in allowed_ops(kind) for word in OP_WORDS[op].split()[:1]} | {"not", "ignoring"}
+
+
+def suggestion(
+    word: str, accepts: Iterable[str], literals: Mapping[str, str], text: str | None = None, pos: int | None = None
+) -> str | None:
+    """What the user probably meant by ``word`` where the parser accepts ``accepts``. With the source
+    ``text`` and the word's position, a predicate is suggested only if the line's subject takes it
+    (``last user message includes`` is not told to write `include`, which it does not take)."""
     acceptable = {literals[a] for a in accepts if a in literals and literals[a][:1].isalpha()}
+    if text is not None and pos is not None and acceptable & _PREDICATE_WORDS:
+        kind = _subject_before(text, pos)
+        if kind is not None:
+            allowed = _allowed_predicate_words(kind)
+            acceptable = {w for w in acceptable if w not in _PREDICATE_WORDS or w in allowed}
     synonym = SYNONYMS.get(word.lower()) or SYNONYMS.get(word)
     if synonym and synonym[0] in acceptable:
         return synonym[1]
+    if synonym and synonym[0] in ("include", "exclude") and "contains" in acceptable:
+        return "contains" if synonym[0] == "include" else "not contains"  # text subjects: `includes` means this
     close = difflib.get_close_matches(word.lower(), sorted(acceptable), n=1, cutoff=0.6)
     return close[0] if close else None
 
@@ -542,7 +577,7 @@ def _unexpected_character(
         )
     word = word_at(text, pos)
     if word is not None:
-        hint = suggestion(word, accepts, literals)
+        hint = suggestion(word, accepts, literals, text, pos)
         if hint is not None:
             return d.error(
                 "syntax",
@@ -618,7 +653,7 @@ def _unexpected_token(
     word = word_at(text, tok.start_pos) if tok.type in ("NAME", "EQUAL") else None
     if tok.type in literals and literals[tok.type][:1].isalpha():
         word = literals[tok.type]
-    hint = suggestion(word, accepts, literals) if word else None
+    hint = suggestion(word, accepts, literals, text, tok.start_pos) if word else None
     did_you_mean = f"did you mean `{hint}`?" if hint else None
     if word and tok.type == "EQUAL" and word != "=":
         here = Span.point(file, line, column, len(word))

@@ -54,6 +54,20 @@ class JournalEntry:
     body_truncated: bool = False
 
     @property
+    def answered_by(self) -> str:
+        """Who answered, in words: the step (with its place), the fallback, the echo responder, or nobody."""
+        if self.step is not None:
+            where = f" ({self.location})" if self.location else ""
+            return f'scenario "{self.scenario}", step `{self.step}`{where}'
+        if self.fallback:
+            return "the fallback: no step matched (each scenario's steps are used up per conversation, until a reset)"
+        if self.echo:
+            return "the echo responder: no scenarios are loaded"
+        if self.no_match is not None:
+            return "nobody: no step matched (see no_match)"
+        return "nobody"
+
+    @property
     def unmatched(self) -> bool:
         return self.no_match is not None and not self.fallback
 
@@ -99,6 +113,7 @@ class JournalEntry:
             "model": self.model,
             "stream": self.stream,
             "matched": matched,
+            "answered_by": self.answered_by,
             "fallback": self.fallback,
             "echo": self.echo,
             "no_match": self.no_match.to_json() if self.no_match is not None else None,

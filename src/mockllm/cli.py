@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from mockllm.errors import FileError, MockllmError, UsageError
 
@@ -160,7 +160,7 @@ def _cmd_fmt(args: argparse.Namespace) -> int:
 def _cmd_graph(args: argparse.Namespace) -> int:
     from mockllm.dsl.diagnostics import has_errors, render
     from mockllm.dsl.machines.compiler import load_and_compile
-    from mockllm.dsl.machines.graph import to_dot, to_mermaid
+    from mockllm.dsl.machines.graph import to_dot, to_mermaid_document
     from mockllm.dsl.parse.loader import display_name
 
     _existing_file(args.file)
@@ -182,8 +182,10 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     if not machines:
         _err(f"mockllm: {args.file} holds no scenario")
         return 1
-    draw: Callable[[Any], str] = to_dot if args.format == "dot" else to_mermaid
-    _out("\n".join(draw(m) for m in machines))
+    if args.format == "dot":
+        _out("\n".join(to_dot(m) for m in machines))
+    else:
+        _out(to_mermaid_document(machines))
     return 0
 
 
@@ -215,6 +217,16 @@ def _cmd_convert(args: argparse.Namespace) -> int:
         render_tree = format_file
     if tree is None or has_errors(diagnostics):
         _err(render(diagnostics, {name: text}))
+        _err(f"mockllm: cannot convert {args.file}: it has errors")
+        return 1
+    # what parses may still be wrong (a regex that does not compile, an unknown subject …): convert
+    # writes only a script that `mockllm check` accepts, never a broken file in the other form
+    from mockllm.dsl.machines.compiler import load_and_compile
+
+    _compiled, library, checked = load_and_compile([args.file])
+    errors = [d for d in checked if d.is_error]
+    if errors:
+        _err(render(errors, library.sources))
         _err(f"mockllm: cannot convert {args.file}: it has errors")
         return 1
     result = render_tree(tree)
@@ -443,10 +455,30 @@ def build_parser() -> argparse.ArgumentParser:
         "explain",
         parents=[debug],
         help="say which step a recorded request would match",
-        description="Say which step a recorded request would match, or why each candidate fails.",
+        description="Say which step a recorded request would match in its real position, or why each "
+        "candidate fails. The conversation's earlier turns (the other files given, the journal's earlier "
+        "entries, and the turns in the request's own history) are replayed first.",
     )
     p.add_argument("library", metavar="LIBRARY", help="a .mockllm/.json file or a directory")
-    p.add_argument("request", metavar="REQUEST_JSON", help="a JSON file holding the request body")
+    p.add_argument(
+        "request",
+        metavar="REQUEST_JSON",
+        nargs="+",
+        help="the request to explain (a body, a recorded request, or a journal export: GET /_mockllm/requests); "
+        "files before it are the conversation's earlier requests, replayed first",
+    )
+    p.add_argument(
+        "--entry",
+        type=int,
+        metavar="ID",
+        help="with a journal export: the id of the entry to explain (default: the last that matched no step "
+        "or failed an expectation)",
+    )
+    p.add_argument(
+        "--no-replay",
+        action="store_true",
+        help="explain the request as the start of a conversation, without replaying its history",
+    )
     p.add_argument(
         "--provider",
         choices=("openai", "anthropic", "gemini", "ollama", "responses"),
