@@ -59,6 +59,9 @@ def serve_process(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
+        for stream in (proc.stdout, proc.stderr):  # the pipes too, or each leaks a ResourceWarning
+            if stream is not None:
+                stream.close()
 
 
 def stop(proc: subprocess.Popen[str], timeout: float = 15.0) -> tuple[int, str]:

@@ -249,3 +249,5 @@ def test_fresh_serve_with_no_scenarios_answers_every_provider() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
+        if proc.stdout is not None:
+            proc.stdout.close()
