@@ -12,29 +12,13 @@ import sys
 from pathlib import Path
 
 import httpx
+from trip_scenario import TRIP
 
 import mockllm
 from mockllm import cli
 from mockllm.dsl.machines.compiler import load_and_compile
 from mockllm.dsl.machines.graph import to_mermaid_document
 from mockllm.dsl.parse.parser import parse_text
-
-TRIP = """\
-scenario "Trip planner":
-    step ask_city:
-        when:
-            last user message contains "trip to"
-        capture city from last user message /trip to (\\w+)/
-        reply:
-            tool call search_flights {"city": "{{city}}"}
-
-    step flights_found:
-        when:
-            tool result for "search_flights" contains "{{city}}"
-            tool result for "search_flights" not contains "sold out"
-        reply:
-            text "Flights to {{city}} found."
-"""
 
 OPENING = {"role": "user", "content": "Plan a trip to Lisbon"}
 CALL = {

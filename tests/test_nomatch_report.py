@@ -7,27 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from trip_scenario import TRIP
+
 import mockllm
 from mockllm.runtime.clock import FakeClock
 from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.request import ChatRequest, Message, ToolCall, ToolResult
-
-TRIP = """
-scenario "Trip planner":
-    step ask_city:
-        when:
-            last user message contains "trip to"
-        capture city from last user message /trip to (\\w+)/
-        reply:
-            tool call search_flights {"city": "{{city}}"}
-
-    step flights_found:
-        when:
-            tool result for "search_flights" contains "{{city}}"
-            tool result for "search_flights" not contains "sold out"
-        reply:
-            text "Flights to {{city}} found."
-"""
 
 UNRELATED = "".join(
     f"""
