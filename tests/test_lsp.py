@@ -288,6 +288,21 @@ def test_diagnostics_follow_changes(client: Client, project: Path) -> None:
     assert got[0]["range"]["start"] == {**start, "character": start["character"] - 2}
 
 
+def test_an_import_cycle_through_the_open_file_is_reported_as_check_reports_it(
+    client: Client, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = 'use "b.mockllm" as b\n\nscenario "A":\n    step one:\n        reply like b.answer\n'
+    (project / "a.mockllm").write_text(a, encoding="utf-8")
+    (project / "b.mockllm").write_text('use "a.mockllm" as a\n\nreply answer:\n    text "hi"\n', encoding="utf-8")
+    uri = client.open(project / "a.mockllm", a)
+    got = client.diagnostics(uri)
+    expected = check_json(project, "a.mockllm", capsys)
+    assert [e["code"] for e in expected] == ["import-cycle"]
+    assert [d["code"] for d in got] == ["import-cycle"]
+    assert expected[0]["message"] in got[0]["message"]  # shown on the `use` line of the open file
+    assert got[0]["range"]["start"] == {"line": 0, "character": 0}
+
+
 def labels(result: Any) -> list[str]:
     items = result["items"] if isinstance(result, dict) else result
     return [i["label"] for i in items]

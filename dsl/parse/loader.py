@@ -304,9 +304,13 @@ def load_text(
     base_dir: str | os.PathLike[str] | None = None,
     is_json: bool | None = None,
     root: str | os.PathLike[str] | None = None,
+    path: str | os.PathLike[str] | None = None,
 ) -> Library:
     """Load one script given as text (``.mockllm`` syntax, or the JSON form when it starts with ``{``
     or ``is_json`` says so).
+
+    ``path`` names the file on disk the text stands for (an editor's unsaved buffer): an import of
+    that file is then this text (or an import cycle), never a second copy read from disk.
 
     Its imports resolve against ``base_dir`` (default: the working directory). With ``root``, every
     import -- and every import of an imported file -- must be a ``.mockllm`` or ``.json`` file inside
@@ -314,5 +318,7 @@ def load_text(
     read, so no other file's content can reach an error message."""
     loader = _Loader(root=os.path.realpath(root) if root is not None else None)
     base = os.path.abspath(base_dir) if base_dir is not None else os.getcwd()
-    loader.add_text(text, file, base, os.path.join(base, f"\0{file}"), is_json)
+    real = os.path.realpath(path) if path is not None else os.path.join(base, f"\0{file}")
+    loader.loaded[real] = file
+    loader.add_text(text, file, base, real, is_json)
     return loader.library()

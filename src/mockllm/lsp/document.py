@@ -88,7 +88,7 @@ def analyse(path: str, text: str) -> Document:
     """Load ``text`` as the file at ``path`` and check it (with its imports) as ``mockllm check`` does."""
     path = os.path.abspath(path)
     name = display_name(path)
-    library = load_text(text, name, base_dir=os.path.dirname(path))
+    library = load_text(text, name, base_dir=os.path.dirname(path), path=path)
     diagnostics = sorted([*library.diagnostics, *check(library)], key=sort_key)
     return Document(path, text, name, library, tuple(diagnostics))
 
