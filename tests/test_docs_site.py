@@ -37,6 +37,7 @@ NAV = {
     "Python API": "python-api.md",
     "Admin API": "admin-api.md",
     "CLI": "cli.md",
+    "Start from real traffic": "recording.md",
     "Editor support": "editors.md",
     "Cookbook": "cookbook.md",
     "Embeddings and RAG": "embeddings.md",

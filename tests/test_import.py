@@ -184,7 +184,7 @@ def test_import_then_replay_gives_the_client_the_same_answers(
     printed = capsys.readouterr().out
     assert f"wrote 1 script ({len(exchanges)} exchanges)" in printed
     if fmt == "vcr":
-        assert "skipped 1 interaction that are not LLM chat calls" in printed
+        assert "skipped 1 interaction that is not an LLM chat call" in printed
     files = check_clean(out)
     text = files[0].read_text(encoding="utf-8")
     assert KEY not in text and "session=" not in text

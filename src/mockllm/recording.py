@@ -56,7 +56,12 @@ def import_files(paths: Sequence[str], out_dir: Path) -> tuple[list[Path], int, 
 
 def import_command(args: argparse.Namespace) -> int:
     written, used, skipped = import_files(args.files, Path(args.out))
-    note = f"; skipped {skipped} interaction{'s' * (skipped != 1)} that are not LLM chat calls" if skipped else ""
+    note = ""
+    if skipped:
+        what = (
+            "interaction that is not an LLM chat call" if skipped == 1 else "interactions that are not LLM chat calls"
+        )
+        note = f"; skipped {skipped} {what}"
     print(
         f"mockllm import: wrote {len(written)} script{'s' * (len(written) != 1)} ({used} exchanges) to {args.out}{note}"
     )
