@@ -1,4 +1,4 @@
-"""`python bench/run.py`: mockllm's benchmark suite, the measure of the targets in server spec §8.
+"""`python bench/run.py`: mockllm's benchmark suite, the measure of the targets in docs/performance.md.
 
 Every HTTP figure is a ratio against a baseline served in the same process tree at the same time:
 both servers run side by side, pinned to one core, while `bench/load.py` (its own process, pinned to
@@ -1140,7 +1140,7 @@ in-process. What each change removed:
 - **Latency counts from the request's arrival**, so reading, matching and rendering time is part of
   the scripted latency instead of added to it.
 
-Targets come from the server spec, §8. Timed unit tests never assert these numbers; this suite does
+Targets are those of docs/performance.md. Timed unit tests never assert these numbers; this suite does
 not fail on a missed target, it reports it.
 """
 
@@ -1238,7 +1238,7 @@ def document(rows: Sequence[Row], note_lines: Sequence[str], kept: Sequence[str]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="mockllm's benchmark suite (server spec §8).")
+    parser = argparse.ArgumentParser(description="mockllm's benchmark suite (targets: docs/performance.md).")
     parser.add_argument("--smoke", action="store_true", help="tiny durations and sizes, 1 run each (< 60 s)")
     parser.add_argument(
         "--out",

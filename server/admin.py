@@ -1,4 +1,4 @@
-"""The admin API under ``/_mockllm/`` (server spec §5): JSON in and out, for test harnesses.
+"""The admin API under ``/_mockllm/`` (docs/admin-api.md): JSON in and out, for test harnesses.
 
 Answers loopback clients only, unless an admin token is set; then it needs
 ``Authorization: Bearer TOKEN`` from every client."""

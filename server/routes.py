@@ -1,6 +1,6 @@
 """The route table, and which provider a path (or a request's headers) speaks for.
 
-Routing is by path, never by ``Accept`` (protocols.md §6). ``/v1/models`` is claimed by OpenAI,
+Routing is by path, never by ``Accept`` (docs/providers.md lists each API's paths). ``/v1/models`` is claimed by OpenAI,
 Anthropic and Gemini v1 listings; the request's headers decide which shape answers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The admin API under /_mockllm/ (server spec §5) against a real loopback server."""
+"""The admin API under /_mockllm/ (docs/admin-api.md) against a real loopback server."""
 
 from __future__ import annotations
 

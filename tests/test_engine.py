@@ -694,7 +694,7 @@ def test_guess_provider_from_body_shape() -> None:
 def _reference_select(
     lib: CompiledLibrary, states: dict[str, tuple[int, tuple[int, ...]]], request: ChatRequest
 ) -> str | None:
-    """The language spec's selection, written plainly with Machine.eligible/advance."""
+    """The selection docs/language.md §4 describes, written plainly with Machine.eligible/advance."""
     from mockllm.runtime.engine.conditions import capture, holds
 
     for m in lib.machines:

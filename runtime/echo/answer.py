@@ -1,4 +1,4 @@
-"""The echo responder's content: what text to answer and which tools to call (server spec §6).
+"""The echo responder's content: what text to answer and which tools to call (docs/architecture.md).
 
 Rules, all deterministic (the same request always gets the same answer):
 
@@ -7,7 +7,7 @@ Rules, all deterministic (the same request always gets the same answer):
 - **Loop end.** When the last message of the history is a tool result, nothing is called: the
   answer is the text alone, so an agent loop that feeds results back ends after one round.
 - **Tool selection.** Only offered tools can be called, and only user messages name them (the
-  seed's hybrid approach: the last user message is echoed, every user message feeds matching).
+  last user message is echoed, every user message feeds matching).
   A tool is named by its name in any casing or separator style, or by the words of its name
   (see :mod:`mockllm.runtime.echo.naming`). For each tool take the *latest* user message naming it;
   the tool is called unless an assistant message after that user message already called it.

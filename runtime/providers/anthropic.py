@@ -1,5 +1,5 @@
 """Anthropic Messages (`POST /v1/messages`, `POST /v1/messages/count_tokens`, `GET /v1/models`):
-request parsing, history rules and response rendering, byte for byte as protocols.md §3 describes."""
+request parsing, history rules and response rendering, byte for byte as docs/providers/anthropic.md describes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Google Gemini, ``models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse`` (protocols §4).
+"""Google Gemini, ``models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse`` (docs/providers/gemini.md).
 
 Every request key is accepted in camelCase and snake_case (google-genai 3.x mixes them). Streams are bare
 ``data: <json>`` SSE events separated by a blank line; the last one carries the finish reason, the usage and

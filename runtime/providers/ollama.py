@@ -1,4 +1,4 @@
-"""Ollama's native chat, ``POST /api/chat`` (protocols §5.1), plus ``GET /api/tags`` and ``/api/version``.
+"""Ollama's native chat, ``POST /api/chat`` (docs/providers/ollama.md), plus ``GET /api/tags`` and ``/api/version``.
 
 A request without ``stream`` streams (the server's default); streams are NDJSON, one compact object per line
 and no blank lines. Tool call arguments are JSON objects, never strings. Ollama itself checks nothing about
@@ -242,7 +242,7 @@ def _done(plan: MessagePlan) -> dict[str, Any]:
 
 def _call(call: PlannedToolCall, index: int) -> dict[str, Any]:
     # Ollama's arguments are an object: null (a parameterless call) is {}, other values are wrapped.
-    # Calls carry no id (language spec §5: Gemini and Ollama calls come without ids).
+    # Calls carry no id (docs/providers.md: Gemini and Ollama calls come without ids).
     if call.arguments is None:
         arguments: Any = {}
     else:

@@ -1,5 +1,5 @@
 """OpenAI Chat Completions (`POST /v1/chat/completions`, `GET /v1/models`): request parsing, history
-rules and response rendering, byte for byte as protocols.md §1 describes."""
+rules and response rendering, byte for byte as docs/providers/openai.md describes."""
 
 from __future__ import annotations
 

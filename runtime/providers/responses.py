@@ -1,4 +1,4 @@
-"""OpenAI Responses API, ``POST /v1/responses`` (protocols §2): request parsing, history checks, and
+"""OpenAI Responses API, ``POST /v1/responses`` (docs/providers/responses.md): request parsing, history checks, and
 the reply as one ``response`` object or as the typed SSE event sequence the SDK's stream state expects.
 
 Error events mid-stream carry both the documented flat shape (``type``, ``code``, ``message``,

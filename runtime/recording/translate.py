@@ -1,11 +1,12 @@
 """Recorded exchanges → one syntax tree per conversation (printed by :mod:`mockllm.dsl.format.formatter`).
 
-Conversations are grouped by the keys serving uses (server spec §3): the ``x-mockllm-conversation``
-header, else the fingerprint of the opening; a Responses request with ``previous_response_id``
-continues the conversation whose answer had that id. Each conversation becomes one file holding one
-scenario whose steps are its requests in order: the scenario's ``when:`` names the provider and model,
-each step's names the new user message (a ``contains`` of its first words when long) or the tool
-results it carries; its reply reproduces what the API answered."""
+Conversations are grouped by the keys serving uses (docs/index.md, "How mockllm tells conversations
+apart"): the ``x-mockllm-conversation`` header, else the fingerprint of the opening; a Responses
+request with ``previous_response_id`` continues the conversation whose answer had that id. Each
+conversation becomes one file holding one scenario whose steps are its requests in order: the
+scenario's ``when:`` names the provider and model, each step's names the new user message (a
+``contains`` of its first words when long) or the tool results it carries; its reply reproduces what
+the API answered."""
 
 from __future__ import annotations
 

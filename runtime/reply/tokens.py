@@ -1,4 +1,4 @@
-"""Token estimates: about one token per four characters, at least 1 (server spec §6)."""
+"""Token estimates: about one token per four characters, at least 1 (docs/language.md, ``usage``)."""
 
 from __future__ import annotations
 
