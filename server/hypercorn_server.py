@@ -13,7 +13,9 @@ Why not Hypercorn's own ``worker_serve``:
   accepting, lets open responses run for the grace period, then asks them to finish at once
   (``finish``), and cancels only what still runs after that, quietly.
 - An accept that fails for lack of descriptors (``EMFILE``) is logged by asyncio with a traceback
-  and retried a second later; the loop's exception handler here says it in one line instead.
+  and retried a second later; the loop's exception handler here says it in one line instead. A retry
+  that fires after shutdown closed the listening socket (a ``ValueError`` on descriptor -1) is
+  dropped quietly.
 """
 
 from __future__ import annotations
@@ -66,12 +68,21 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
                 said[0] = now
                 log.warning("mockllm: cannot accept connections (%s); retrying every second", exc.strerror or exc)
             return
+        if isinstance(exc, ValueError) and _is_accept_retry(context):
+            # asyncio's retry (scheduled a second after the failed accept) fired after the server
+            # closed its socket: there is nothing left to accept on.
+            return
         if previous is not None:
             previous(loop, context)
         else:
             loop.default_exception_handler(context)
 
     loop.set_exception_handler(handler)
+
+
+def _is_accept_retry(context: dict[str, Any]) -> bool:
+    callback = getattr(context.get("handle"), "_callback", None)
+    return getattr(callback, "__name__", "") == "_start_serving"
 
 
 def hypercorn_config(errorlog: logging.Logger | str | None = None) -> Config:
