@@ -12,7 +12,7 @@ from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.gemini import _bad, _get, _list, _load_body, _obj, _opt_str, _target
-from mockllm.runtime.providers.inputs import Parse, Render
+from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
@@ -58,29 +58,13 @@ def _check_model(request: dict[str, Any], where: str, model: str) -> None:
         raise _bad(f"* {where}.model: '{named}' does not match the model in the URL, 'models/{model}'")
 
 
-def _request(
-    http: HttpRequest, model: str, texts: tuple[str, ...], dims: int | None, body: dict[str, Any]
-) -> ChatRequest:
-    return ChatRequest(
-        provider="gemini",
-        endpoint=http.path,
-        model=model,
-        stream=False,
-        messages=(),
-        headers=dict(http.headers),
-        body=body,
-        operation="embeddings",
-        inputs=texts,
-        dimensions=dims,
-    )
-
-
 def parse_embed(http: HttpRequest) -> ChatRequest:
     model = _target(http).model
     data = _load_body(http.body)
     where = "EmbedContentRequest"
     _check_model(data, where, model)
-    return _request(http, model, (_content_text(data, where),), _dimensions(data, where, model), data)
+    texts = (_content_text(data, where),)
+    return inputs_request("gemini", "embeddings", http, model, texts, data, _dimensions(data, where, model))
 
 
 def parse_batch(http: HttpRequest) -> ChatRequest:
@@ -101,7 +85,7 @@ def parse_batch(http: HttpRequest) -> ChatRequest:
         texts.append(_content_text(request, where))
         found = _dimensions(request, where, model)
         dims = found if dims is None else dims
-    return _request(http, model, tuple(texts), dims, data)
+    return inputs_request("gemini", "embeddings", http, model, tuple(texts), data, dims)
 
 
 def _usage(plan: MessagePlan) -> dict[str, int]:

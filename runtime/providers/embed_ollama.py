@@ -10,7 +10,7 @@ from typing import Any
 from mockllm.runtime.embed.models import MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
-from mockllm.runtime.providers.inputs import Parse, Render
+from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
 from mockllm.runtime.providers.ollama import _load_body, _wrong_type
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
@@ -26,21 +26,6 @@ def _model(data: dict[str, Any]) -> str:
     if not isinstance(model, str):
         raise _wrong_type("model", "a string", model)
     return model
-
-
-def _request(http: HttpRequest, data: dict[str, Any], texts: tuple[str, ...], dims: int | None) -> ChatRequest:
-    return ChatRequest(
-        provider="ollama",
-        endpoint=http.path,
-        model=_model(data),
-        stream=False,
-        messages=(),
-        headers=dict(http.headers),
-        body=data,
-        operation="embeddings",
-        inputs=texts,
-        dimensions=dims,
-    )
 
 
 def _embed_inputs(value: Any) -> tuple[str, ...]:
@@ -70,7 +55,8 @@ def _dimensions(data: dict[str, Any]) -> int | None:
 
 def parse_embed(http: HttpRequest) -> ChatRequest:
     data = _load_body(http.body)
-    return _request(http, data, _embed_inputs(data.get("input")), _dimensions(data))
+    texts = _embed_inputs(data.get("input"))
+    return inputs_request("ollama", "embeddings", http, _model(data), texts, data, _dimensions(data))
 
 
 def parse_embeddings(http: HttpRequest) -> ChatRequest:
@@ -78,7 +64,7 @@ def parse_embeddings(http: HttpRequest) -> ChatRequest:
     prompt = data.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
         raise _wrong_type("prompt", "a string", prompt)
-    return _request(http, data, (prompt,) if prompt else (), None)
+    return inputs_request("ollama", "embeddings", http, _model(data), (prompt,) if prompt else (), data)
 
 
 def _timing(plan: MessagePlan) -> dict[str, int]:

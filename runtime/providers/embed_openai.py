@@ -22,14 +22,13 @@ from mockllm.runtime.providers.common import (
     invalid_value,
     json_response,
     load_json_object,
-    lower_headers,
     one_of,
     optional_str,
     require,
     require_str,
     wrong_type,
 )
-from mockllm.runtime.providers.inputs import Parse, Render
+from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
@@ -113,18 +112,7 @@ def parse_embeddings(http: HttpRequest) -> ChatRequest:
     if body.get("encoding_format") is not None:
         one_of(body["encoding_format"], ("float", "base64"), _ROOT.key("encoding_format"))
     optional_str(body, "user", _ROOT)
-    return ChatRequest(
-        provider="openai",
-        endpoint=http.path,
-        model=model,
-        stream=False,
-        messages=(),
-        headers=lower_headers(http.headers),
-        body=body,
-        operation="embeddings",
-        inputs=inputs,
-        dimensions=_dimensions(body, model),
-    )
+    return inputs_request("openai", "embeddings", http, model, inputs, body, _dimensions(body, model))
 
 
 def _usage(plan: MessagePlan) -> dict[str, int]:
@@ -170,17 +158,7 @@ def parse_moderations(http: HttpRequest) -> ChatRequest:
     body = load_json_object(http.body)
     model = optional_str(body, "model", _ROOT) or DEFAULT_MODERATION_MODEL
     inputs = moderation_inputs(require(body, "input", _ROOT))
-    return ChatRequest(
-        provider="openai",
-        endpoint=http.path,
-        model=model,
-        stream=False,
-        messages=(),
-        headers=lower_headers(http.headers),
-        body=body,
-        operation="moderations",
-        inputs=inputs,
-    )
+    return inputs_request("openai", "moderations", http, model, inputs, body)
 
 
 def _result(flags: tuple[str, ...]) -> dict[str, Any]:

@@ -10,13 +10,38 @@ texts in ``inputs``, ``operation`` set) and renders the same plan (``vectors`` o
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply.plan import MessagePlan
-from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
+from mockllm.runtime.request import ChatRequest, HttpRequest, Operation, Provider
 
 Parse = Callable[[HttpRequest], ChatRequest]
 Render = Callable[[MessagePlan, ChatRequest, RenderContext], Rendered]
+
+
+def inputs_request(
+    provider: Provider,
+    operation: Operation,
+    http: HttpRequest,
+    model: str,
+    inputs: tuple[str, ...],
+    body: Any,
+    dimensions: int | None = None,
+) -> ChatRequest:
+    """The provider-neutral request of an embedding or moderation call: no messages, never streamed."""
+    return ChatRequest(
+        provider=provider,
+        endpoint=http.path,
+        model=model,
+        stream=False,
+        messages=(),
+        headers=dict(http.headers),
+        body=body,
+        operation=operation,
+        inputs=inputs,
+        dimensions=dimensions,
+    )
 
 
 class InputsAdapter:
