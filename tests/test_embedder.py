@@ -4,6 +4,7 @@ language forms for embeddings and moderation: parse, fmt, JSON form, builder, ch
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from pathlib import Path
@@ -19,7 +20,7 @@ from mockllm.dsl.format.jsonform import from_json_text, to_json_text
 from mockllm.dsl.parse.loader import load_text
 from mockllm.dsl.parse.parser import parse_text
 from mockllm.dsl.tree import nodes as n
-from mockllm.runtime.embed.embedder import cosine, embed, float32_bytes
+from mockllm.runtime.embed.embedder import cosine, embed, embed_sparse, float32_bytes, vector_json
 from mockllm.runtime.embed.models import DIMENSIONS, model_dimensions
 from mockllm.runtime.engine.conditions import holds
 from mockllm.runtime.request import ChatRequest, Message
@@ -44,6 +45,18 @@ def test_every_vector_has_unit_length(text: str, dims: int) -> None:
     assert len(vector) == dims
     assert all(math.isfinite(x) for x in vector)
     assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=40), st.integers(min_value=1, max_value=64))
+def test_the_sparse_form_reads_and_renders_as_the_dense_one(text: str, dims: int) -> None:
+    sparse, dense = embed_sparse(text, dims), embed(text, dims)
+    assert len(sparse) == dims and list(sparse) == dense and [sparse[i] for i in range(-dims, dims)] == dense * 2
+    assert sparse[1:3] == dense[1:3]
+    assert vector_json(sparse) == vector_json(dense) == json.dumps(dense, separators=(",", ":"))
+    assert float32_bytes(sparse) == float32_bytes(dense)
+    with pytest.raises(IndexError):
+        sparse[dims]
 
 
 def test_texts_sharing_words_are_closer() -> None:

@@ -22,12 +22,14 @@ import math
 import re
 import struct
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 _WORD = re.compile(r"\w+")
 _WORD_WEIGHT = 1.0
 _PAIR_WEIGHT = 0.5
 _TRIGRAM_WEIGHT = 0.25
+_F32 = struct.Struct("<f")
 _EMPTY_FEATURE = "\x00empty"  # what a text without any word contributes, so its vector is unit length too
 
 
@@ -58,8 +60,45 @@ def features(text: str) -> dict[str, float]:
     return out
 
 
-def embed(text: str, dimensions: int) -> list[float]:
-    """The unit-length vector of ``text`` with ``dimensions`` coordinates (float32 values)."""
+class SparseVector(Sequence[float]):
+    """A vector held as its few non-zero coordinates (what the default embedder makes: a few dozen of
+    1536), read as a sequence of floats. The wire renderers (``vector_json``, ``float32_bytes``) write it
+    without visiting the zeros, which is most of the cost of answering a batch."""
+
+    __slots__ = ("dims", "nonzero")
+
+    def __init__(self, dims: int, nonzero: dict[int, float]) -> None:
+        self.dims = dims
+        self.nonzero = nonzero  # index → float32-rounded value, never 0.0
+
+    def __len__(self) -> int:
+        return self.dims
+
+    @overload
+    def __getitem__(self, index: int) -> float: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[float]: ...
+    def __getitem__(self, index: int | slice) -> float | list[float]:
+        if isinstance(index, slice):
+            return self.to_list()[index]
+        if index < 0:
+            index += self.dims
+        if not 0 <= index < self.dims:
+            raise IndexError("vector index out of range")
+        return self.nonzero.get(index, 0.0)
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self.to_list())
+
+    def to_list(self) -> list[float]:
+        out = [0.0] * self.dims
+        for index, value in self.nonzero.items():
+            out[index] = value
+        return out
+
+
+def embed_sparse(text: str, dimensions: int) -> SparseVector:
+    """The unit-length vector of ``text`` with ``dimensions`` coordinates (float32 values), sparse."""
     if dimensions < 1:
         raise ValueError("dimensions must be at least 1")
     sparse: dict[int, float] = {}
@@ -72,10 +111,14 @@ def embed(text: str, dimensions: int) -> list[float]:
     if norm == 0.0:  # every feature cancelled out on a tiny dimension: fall back to one coordinate
         sparse = {_feature_hash(text) % dimensions: 1.0}
         norm = 1.0
-    vector = array("f", bytes(4 * dimensions))
-    for index, value in sparse.items():
-        vector[index] = value / norm
-    return vector.tolist()
+    indexes = list(sparse)
+    values = array("f", [sparse[i] / norm for i in indexes]).tolist()  # rounded to float32
+    return SparseVector(dimensions, {i: v for i, v in zip(indexes, values, strict=True) if v})
+
+
+def embed(text: str, dimensions: int) -> list[float]:
+    """The unit-length vector of ``text`` with ``dimensions`` coordinates (float32 values)."""
+    return embed_sparse(text, dimensions).to_list()
 
 
 def embed_all(texts: Sequence[str], dimensions: int) -> list[list[float]]:
@@ -92,7 +135,23 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 def float32_bytes(vector: Sequence[float]) -> bytes:
     """The little-endian float32 bytes of a vector (what ``encoding_format: base64`` encodes)."""
+    if isinstance(vector, SparseVector):
+        out = bytearray(4 * vector.dims)
+        for index, value in vector.nonzero.items():
+            _F32.pack_into(out, 4 * index, value)
+        return bytes(out)
     return struct.pack(f"<{len(vector)}f", *vector)
+
+
+def vector_json(vector: Sequence[float]) -> str:
+    """The JSON array of a vector, as ``json.dumps`` writes it (``float.__repr__`` per value)."""
+    if isinstance(vector, SparseVector):
+        parts = ["0.0"] * vector.dims
+        for index, value in vector.nonzero.items():
+            parts[index] = repr(value)
+    else:
+        parts = [repr(float(v)) for v in vector]
+    return "[" + ",".join(parts) + "]"
 
 
 def to_float32(vector: Sequence[float]) -> list[float]:

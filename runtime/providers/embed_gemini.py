@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockllm.runtime.embed.embedder import vector_json
 from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import RenderContext, Rendered
@@ -93,14 +94,15 @@ def _usage(plan: MessagePlan) -> dict[str, int]:
 
 
 def render_embed(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-    values = list(plan.vectors[0]) if plan.vectors else []
-    payload = {"embedding": {"values": values}, "usageMetadata": _usage(plan)}
-    return Rendered(200, _JSON, body=common.json_bytes(payload))
+    values = vector_json(plan.vectors[0]) if plan.vectors else "[]"
+    body = f'{{"embedding":{{"values":{values}}},"usageMetadata":{common.json_text(_usage(plan))}}}'
+    return Rendered(200, _JSON, body=body.encode("utf-8"))
 
 
 def render_batch(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-    payload = {"embeddings": [{"values": list(v)} for v in plan.vectors], "usageMetadata": _usage(plan)}
-    return Rendered(200, _JSON, body=common.json_bytes(payload))
+    items = ",".join('{"values":' + vector_json(v) + "}" for v in plan.vectors)
+    body = f'{{"embeddings":[{items}],"usageMetadata":{common.json_text(_usage(plan))}}}'
+    return Rendered(200, _JSON, body=body.encode("utf-8"))
 
 
 ROUTES: dict[str, tuple[Parse, Render]] = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockllm.runtime.embed.embedder import vector_json
 from mockllm.runtime.embed.models import MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
@@ -72,18 +73,16 @@ def _timing(plan: MessagePlan) -> dict[str, int]:
 
 
 def render_embed(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-    payload = {
-        "model": plan.model,
-        "embeddings": [list(v) for v in plan.vectors],
-        **_timing(plan),
-        "prompt_eval_count": plan.input_tokens if chat.inputs else 0,
-    }
-    return Rendered(200, _JSON, body=common.json_bytes(payload))
+    head = {"model": plan.model}
+    tail = {**_timing(plan), "prompt_eval_count": plan.input_tokens if chat.inputs else 0}
+    vectors = ",".join(vector_json(v) for v in plan.vectors)
+    body = common.json_text(head)[:-1] + f',"embeddings":[{vectors}],' + common.json_text(tail)[1:]
+    return Rendered(200, _JSON, body=body.encode("utf-8"))
 
 
 def render_embeddings(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-    values = list(plan.vectors[0]) if plan.vectors else []
-    return Rendered(200, _JSON, body=common.json_bytes({"embedding": values}))
+    values = vector_json(plan.vectors[0]) if plan.vectors else "[]"
+    return Rendered(200, _JSON, body=f'{{"embedding":{values}}}'.encode())
 
 
 ROUTES: dict[str, tuple[Parse, Render]] = {

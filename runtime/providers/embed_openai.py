@@ -13,14 +13,16 @@ import base64
 from typing import Any
 
 from mockllm.dsl.tree.nodes import MODERATION_CATEGORIES
-from mockllm.runtime.embed.embedder import float32_bytes
+from mockllm.runtime.embed.embedder import float32_bytes, vector_json
 from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
+    JSON_MEDIA,
     FieldPath,
     as_int,
     invalid_value,
     json_response,
+    json_text,
     load_json_object,
     one_of,
     optional_str,
@@ -120,13 +122,19 @@ def _usage(plan: MessagePlan) -> dict[str, int]:
 
 
 def render_embeddings(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    """``{"object": "list", "data": [{"object": "embedding", "index": i, "embedding": …}], …}``; the
+    vectors are written as JSON text directly (most of a default vector is zeros)."""
     as_base64 = isinstance(chat.body, dict) and chat.body.get("encoding_format") == "base64"
-    data: list[dict[str, Any]] = []
+    items: list[str] = []
     for i, vector in enumerate(plan.vectors):
-        value: Any = base64.b64encode(float32_bytes(vector)).decode("ascii") if as_base64 else list(vector)
-        data.append({"object": "embedding", "index": i, "embedding": value})
-    payload = {"object": "list", "data": data, "model": plan.model, "usage": _usage(plan)}
-    return json_response(payload, headers=_headers(ctx))
+        if as_base64:
+            value = '"' + base64.b64encode(float32_bytes(vector)).decode("ascii") + '"'
+        else:
+            value = vector_json(vector)
+        items.append(f'{{"object":"embedding","index":{i},"embedding":{value}}}')
+    tail = f',"model":{json_text(plan.model)},"usage":{json_text(_usage(plan))}}}'
+    body = ('{"object":"list","data":[' + ",".join(items) + "]" + tail).encode("utf-8")
+    return Rendered(200, JSON_MEDIA, headers=_headers(ctx), body=body)
 
 
 # ---------------------------------------------------------------- moderations

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import attrs
 
 from mockllm.dsl.tree import nodes
-from mockllm.runtime.embed.embedder import embed, to_float32
+from mockllm.runtime.embed.embedder import embed_sparse, to_float32
 from mockllm.runtime.embed.models import model_dimensions
 from mockllm.runtime.reply.plan import MessagePlan, Plan
 from mockllm.runtime.reply.tokens import estimate
@@ -45,7 +45,7 @@ def plan_inputs(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) -
     scripted = [to_float32(el.values) for el in elements if isinstance(el, nodes.Vector)]
     dims = len(scripted[0]) if scripted else dimensions_for(chat)
     vectors: list[Sequence[float]] = list(scripted[: len(chat.inputs)])
-    vectors.extend(embed(text, dims) for text in chat.inputs[len(vectors) :])
+    vectors.extend(embed_sparse(text, dims) for text in chat.inputs[len(vectors) :])
     return attrs.evolve(plan, vectors=tuple(vectors), input_tokens=tokens, output_tokens=0)
 
 
