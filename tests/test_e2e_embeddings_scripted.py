@@ -184,3 +184,38 @@ def test_a_bad_vectors_file_is_a_load_error(tmp_path: Path, content: str, says: 
     assert says in problem.message and (problem.span.line, problem.span.column) == (6, 13)
     missing = load_text(text + '            vectors from "nope.json"\n', "s.mockllm", base_dir=tmp_path)
     assert any(d.code == "vectors-file" and "cannot read" in d.message for d in missing.diagnostics)
+
+
+def test_explain_says_which_step_an_embedding_request_matches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import types as pytypes
+
+    from mockllm.explain import explain_command
+
+    library = SCRIPT.replace('scenario "Embeddings":\n', 'scenario "Embeddings":\n    order any\n')
+    (tmp_path / "lib.mockllm").write_text(library, encoding="utf-8")
+    requests = {
+        "bare.json": {"model": "text-embedding-3-small", "input": ["please fail"]},
+        "ollama.json": {"endpoint": "/api/embed", "body": {"model": "nomic-embed-text", "input": "x"}},
+        "gemini.json": {
+            "endpoint": "/v1beta/models/text-embedding-004:batchEmbedContents",
+            "body": {"requests": [{"model": "models/text-embedding-004", "content": {"parts": [{"text": "x"}]}}]},
+        },
+        "moderation.json": {"model": "omni-moderation-latest", "input": "I will hurt you"},
+    }
+    seen = {}
+    for name, data in requests.items():
+        (tmp_path / name).write_text(json.dumps(data), encoding="utf-8")
+        args = pytypes.SimpleNamespace(
+            library=str(tmp_path / "lib.mockllm"),
+            request=str(tmp_path / name),
+            provider=None,
+            endpoint=None,
+            format="text",
+        )
+        assert explain_command(args) == 0
+        seen[name] = capsys.readouterr().out
+    assert "step `outage`" in seen["bare.json"]
+    assert "step `pinned`" in seen["ollama.json"] and "step `pinned`" in seen["gemini.json"]
+    assert "step `threat`" in seen["moderation.json"]

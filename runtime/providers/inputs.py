@@ -76,6 +76,27 @@ class InputsAdapter:
         return self.base.stream_error_frame(message, ctx, sequence)
 
 
+_FIXED_PATHS = {
+    "/v1/embeddings": "openai.embeddings",
+    "/v1/moderations": "openai.moderations",
+    "/api/embed": "ollama.embed",
+    "/api/embeddings": "ollama.embeddings",
+}
+_GEMINI_METHODS = ("embedContent", "batchEmbedContents")
+
+
+def route_for_path(path: str) -> str | None:
+    """The input route a request path names (``/v1/embeddings`` → ``"openai.embeddings"``,
+    ``/v1beta/models/M:batchEmbedContents`` → ``"gemini.batchEmbedContents"``), None for other paths."""
+    found = _FIXED_PATHS.get(path)
+    if found is not None:
+        return found
+    method = path.rpartition(":")[2]
+    if "/models/" in path and method in _GEMINI_METHODS:
+        return f"gemini.{method}"
+    return None
+
+
 def route_functions(route: str) -> tuple[Parse, Render]:
     """The parse/render pair of an input route (``"openai.embeddings"``, ``"gemini.batchEmbedContents"`` …)."""
     if route.startswith("openai."):

@@ -27,6 +27,7 @@ import attrs
 from mockllm.dsl.span import NO_SPAN
 from mockllm.errors import ExplainError
 from mockllm.runtime.engine.outcome import Outcome
+from mockllm.runtime.providers.inputs import InputsAdapter, route_for_path, route_functions
 from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
@@ -131,18 +132,37 @@ def _unwrap(data: Any) -> tuple[Any, str | None, str | None, dict[str, str]]:
     return data, None, None, {}
 
 
+def _embedding_endpoint(body: Any) -> str | None:
+    """``/v1/embeddings`` or ``/v1/moderations`` for an OpenAI-style body naming such a model."""
+    if not isinstance(body, dict) or "input" not in body or "messages" in body:
+        return None
+    model = body.get("model")
+    name = model.lower() if isinstance(model, str) else ""
+    if "moderation" in name:
+        return "/v1/moderations"
+    return "/v1/embeddings" if "embed" in name else None
+
+
 def parse_request(data: Any, provider: str | None, endpoint: str | None) -> ChatRequest:
     body, wrapped_provider, wrapped_endpoint, headers = _unwrap(data)
+    endpoint = endpoint or wrapped_endpoint
+    if endpoint is None and provider in (None, "openai"):
+        endpoint = _embedding_endpoint(body)
+    route = route_for_path(endpoint) if endpoint is not None else None
+    if route is not None:  # an embedding or moderation request: its path says whose
+        provider = provider or route.partition(".")[0]
     provider = provider or wrapped_provider or guess_provider(body)
     if provider not in _ADAPTERS:
         raise ExplainError(f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}")
-    endpoint = endpoint or wrapped_endpoint or default_endpoint(provider, body)
+    endpoint = endpoint or default_endpoint(provider, body)
     module_name, class_name = _ADAPTERS[provider]
     try:
         module = importlib.import_module(f"mockllm.runtime.providers.{module_name}")
     except ModuleNotFoundError:
         raise ExplainError(f"the {provider} provider is not available in this installation") from None
     adapter = getattr(module, class_name)()
+    if route is not None:
+        adapter = InputsAdapter(adapter, *route_functions(route))
     http = HttpRequest(
         method="POST",
         path=endpoint,
