@@ -49,16 +49,32 @@ def echo() -> Iterator[BackgroundServer]:
         yield server
 
 
+_OPEN: list[openai.OpenAI | genai.Client | ollama.Client] = []  # closed after each test
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 def oa(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    _OPEN.append(client)
+    return client
 
 
 def gm(url: str, api_version: str | None = None) -> genai.Client:
-    return genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url, api_version=api_version))
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url, api_version=api_version))
+    _OPEN.append(client)
+    return client
 
 
 def ol(url: str) -> ollama.Client:
-    return ollama.Client(host=url)
+    client = ollama.Client(host=url)
+    _OPEN.append(client)
+    return client
 
 
 # ---------------------------------------------------------------------------------------------------------

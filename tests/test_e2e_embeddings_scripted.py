@@ -5,7 +5,7 @@ left alone by embedding calls, and the journal and `verify` seeing it all."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -57,8 +57,20 @@ scenario "Chat":
 PINNED = [to_float32([0.6, 0.8, 0.0]), to_float32([0.0, 0.6, 0.8])]
 
 
+_OPEN: list[openai.OpenAI | genai.Client | ollama.Client] = []  # closed after each test
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 def oa(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+    _OPEN.append(client)
+    return client
 
 
 def test_openai_scripted_error_vectors_flags_and_chat(serve: Serve) -> None:
@@ -103,6 +115,7 @@ def test_openai_scripted_error_vectors_flags_and_chat(serve: Serve) -> None:
 def test_gemini_scripted_vectors_and_error(serve: Serve) -> None:
     with serve(SCRIPT) as server:
         client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.url))
+        _OPEN.append(client)
         with pytest.raises(genai_errors.ClientError) as caught:
             client.models.embed_content(model="text-embedding-004", contents="fail now")
         assert caught.value.code == 429 and caught.value.status == "RESOURCE_EXHAUSTED"
@@ -114,6 +127,7 @@ def test_gemini_scripted_vectors_and_error(serve: Serve) -> None:
 def test_ollama_scripted_vectors_and_error(serve: Serve) -> None:
     with serve(SCRIPT) as server:
         client = ollama.Client(host=server.url)
+        _OPEN.append(client)
         with pytest.raises(ollama.ResponseError) as caught:
             client.embed(model="nomic-embed-text", input="fail")
         assert caught.value.status_code == 429 and caught.value.error == "Rate limit reached for embeddings"
