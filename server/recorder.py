@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -28,7 +26,7 @@ from mockllm.runtime.recording.translate import Turn, conversations, read_exchan
 from mockllm.runtime.request import Provider
 from mockllm.server.hypercorn_server import serve_hypercorn
 from mockllm.server.routes import adapter_for, provider_for
-from mockllm.server.runner import bind_socket, url_for
+from mockllm.server.runner import bind_socket, stop_on_signals, url_for
 from mockllm.server.script_files import write_script
 
 __all__ = ["PUBLIC_APIS", "Recorder", "parse_upstreams", "record_command"]
@@ -200,11 +198,7 @@ def record_command(args: argparse.Namespace) -> int:
     print(f"mockllm recording on {url_for(args.host, sock)}", flush=True)
 
     async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
+        stop = stop_on_signals()
 
         async def stopped() -> None:
             await stop.wait()

@@ -54,6 +54,16 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def stop_on_signals() -> asyncio.Event:
+    """An event the running loop sets on SIGINT or SIGTERM (where the platform lets it)."""
+    running = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            running.add_signal_handler(sig, stop.set)
+    return stop
+
+
 def url_for(host: str, sock: socket.socket) -> str:
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
@@ -164,11 +174,7 @@ def run(
     print(f"mockllm: serving {library_description(library)}", file=sys.stderr, flush=True)
 
     async def main() -> None:
-        running = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                running.add_signal_handler(sig, stop.set)
+        stop = stop_on_signals()
 
         shutdown = server_state(app).shutdown
         shutdown.reset()

@@ -42,148 +42,150 @@ Summary = list[tuple[str, list[tuple[str, Any]], str, Any]]
 
 
 def openai_chat(url: str, stream: bool) -> Summary:
-    c = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
-    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
-    messages: list[Any] = [{"role": "user", "content": QUESTION}]
-    out: Summary = []
-    for _ in range(2):
-        if stream:
-            opts: Any = {"stream_options": {"include_usage": True}}
-            with c.chat.completions.stream(model="gpt-4o", messages=messages, tools=tools, **opts) as s:
-                done = s.get_final_completion()
-        else:
-            done = c.chat.completions.create(model="gpt-4o", messages=messages, tools=tools)
-        choice = done.choices[0]
-        calls = [(t.function.name, json.loads(t.function.arguments)) for t in choice.message.tool_calls or []]  # type: ignore[union-attr]
-        usage = (done.usage.prompt_tokens, done.usage.completion_tokens) if done.usage else None
-        out.append((choice.message.content or "", calls, choice.finish_reason, usage))
-        if not calls:
-            break
-        messages.append(choice.message.model_dump(exclude_none=True))
-        messages += [
-            {"role": "tool", "tool_call_id": t.id, "content": "sunny"} for t in choice.message.tool_calls or []
-        ]
-    return out
+    with openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0) as c:
+        tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        out: Summary = []
+        for _ in range(2):
+            if stream:
+                opts: Any = {"stream_options": {"include_usage": True}}
+                with c.chat.completions.stream(model="gpt-4o", messages=messages, tools=tools, **opts) as s:
+                    done = s.get_final_completion()
+            else:
+                done = c.chat.completions.create(model="gpt-4o", messages=messages, tools=tools)
+            choice = done.choices[0]
+            calls = [(t.function.name, json.loads(t.function.arguments)) for t in choice.message.tool_calls or []]  # type: ignore[union-attr]
+            usage = (done.usage.prompt_tokens, done.usage.completion_tokens) if done.usage else None
+            out.append((choice.message.content or "", calls, choice.finish_reason, usage))
+            if not calls:
+                break
+            messages.append(choice.message.model_dump(exclude_none=True))
+            messages += [
+                {"role": "tool", "tool_call_id": t.id, "content": "sunny"} for t in choice.message.tool_calls or []
+            ]
+        return out
 
 
 def openai_responses(url: str, stream: bool) -> Summary:
-    c = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
-    tools: Any = [{"type": "function", "name": "get_weather", "parameters": SCHEMA}]
-    out: Summary = []
-    kwargs: dict[str, Any] = {"input": QUESTION}
-    for _ in range(2):
-        if stream:
-            with c.responses.stream(model="gpt-4.1", tools=tools, **kwargs) as s:
-                r = s.get_final_response()
-        else:
-            r = c.responses.create(model="gpt-4.1", tools=tools, **kwargs)
-        calls = [(i.name, json.loads(i.arguments)) for i in r.output if i.type == "function_call"]
-        usage = (r.usage.input_tokens, r.usage.output_tokens) if r.usage else None
-        out.append((r.output_text, calls, r.status or "", usage))
-        if not calls:
-            break
-        ids = [i.call_id for i in r.output if i.type == "function_call"]
-        kwargs = {
-            "input": [{"type": "function_call_output", "call_id": i, "output": "sunny"} for i in ids],
-            "previous_response_id": r.id,
-        }
-    return out
+    with openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0) as c:
+        tools: Any = [{"type": "function", "name": "get_weather", "parameters": SCHEMA}]
+        out: Summary = []
+        kwargs: dict[str, Any] = {"input": QUESTION}
+        for _ in range(2):
+            if stream:
+                with c.responses.stream(model="gpt-4.1", tools=tools, **kwargs) as s:
+                    r = s.get_final_response()
+            else:
+                r = c.responses.create(model="gpt-4.1", tools=tools, **kwargs)
+            calls = [(i.name, json.loads(i.arguments)) for i in r.output if i.type == "function_call"]
+            usage = (r.usage.input_tokens, r.usage.output_tokens) if r.usage else None
+            out.append((r.output_text, calls, r.status or "", usage))
+            if not calls:
+                break
+            ids = [i.call_id for i in r.output if i.type == "function_call"]
+            kwargs = {
+                "input": [{"type": "function_call_output", "call_id": i, "output": "sunny"} for i in ids],
+                "previous_response_id": r.id,
+            }
+        return out
 
 
 def anthropic_messages(url: str, stream: bool) -> Summary:
-    c = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
-    tools: Any = [{"name": "get_weather", "input_schema": SCHEMA}]
-    messages: list[Any] = [{"role": "user", "content": QUESTION}]
-    out: Summary = []
-    for _ in range(2):
-        if stream:
-            with c.messages.stream(model="claude-x", max_tokens=200, messages=messages, tools=tools) as s:
-                m = s.get_final_message()
-        else:
-            m = c.messages.create(model="claude-x", max_tokens=200, messages=messages, tools=tools)
-        uses = [b for b in m.content if b.type == "tool_use"]
-        text = "".join(b.text for b in m.content if b.type == "text")
-        out.append(
-            (
-                text,
-                [(b.name, b.input) for b in uses],
-                m.stop_reason or "",
-                (m.usage.input_tokens, m.usage.output_tokens),
+    with anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0) as c:
+        tools: Any = [{"name": "get_weather", "input_schema": SCHEMA}]
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        out: Summary = []
+        for _ in range(2):
+            if stream:
+                with c.messages.stream(model="claude-x", max_tokens=200, messages=messages, tools=tools) as s:
+                    m = s.get_final_message()
+            else:
+                m = c.messages.create(model="claude-x", max_tokens=200, messages=messages, tools=tools)
+            uses = [b for b in m.content if b.type == "tool_use"]
+            text = "".join(b.text for b in m.content if b.type == "text")
+            out.append(
+                (
+                    text,
+                    [(b.name, b.input) for b in uses],
+                    m.stop_reason or "",
+                    (m.usage.input_tokens, m.usage.output_tokens),
+                )
             )
-        )
-        if not uses:
-            break
-        messages.append({"role": "assistant", "content": [b.model_dump() for b in m.content]})
-        messages.append(
-            {
-                "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": b.id, "content": "sunny"} for b in uses],
-            }
-        )
-    return out
+            if not uses:
+                break
+            messages.append({"role": "assistant", "content": [b.model_dump() for b in m.content]})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": b.id, "content": "sunny"} for b in uses],
+                }
+            )
+        return out
 
 
 def gemini(url: str, stream: bool) -> Summary:
-    c = genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=url))
-    decl = types.FunctionDeclaration(name="get_weather", parameters_json_schema=SCHEMA)
-    config = types.GenerateContentConfig(
-        tools=[types.Tool(function_declarations=[decl])],
-        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-    )
-    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
-    out: Summary = []
-    for _ in range(2):
-        if stream:
-            pieces = list(c.models.generate_content_stream(model="gemini-2.5-flash", contents=contents, config=config))
-        else:
-            pieces = [c.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)]
-        text = "".join(p.text or "" for p in pieces)
-        calls = [(fc.name or "", fc.args) for p in pieces for fc in p.function_calls or []]
-        last = pieces[-1]
-        finish = str(last.candidates[0].finish_reason) if last.candidates else ""
-        u = last.usage_metadata
-        out.append((text, calls, finish, (u.prompt_token_count, u.candidates_token_count) if u else None))
-        if not calls:
-            break
-        contents.append(
-            types.Content(
-                role="model", parts=[types.Part(function_call=types.FunctionCall(name=n, args=a)) for n, a in calls]
-            )
+    with genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=url)) as c:
+        decl = types.FunctionDeclaration(name="get_weather", parameters_json_schema=SCHEMA)
+        config = types.GenerateContentConfig(
+            tools=[types.Tool(function_declarations=[decl])],
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )
-        contents.append(
-            types.Content(
-                role="user",
-                parts=[types.Part.from_function_response(name=n, response={"r": "sunny"}) for n, _ in calls],
+        contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
+        out: Summary = []
+        for _ in range(2):
+            if stream:
+                pieces = list(
+                    c.models.generate_content_stream(model="gemini-2.5-flash", contents=contents, config=config)
+                )
+            else:
+                pieces = [c.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)]
+            text = "".join(p.text or "" for p in pieces)
+            calls = [(fc.name or "", fc.args) for p in pieces for fc in p.function_calls or []]
+            last = pieces[-1]
+            finish = str(last.candidates[0].finish_reason) if last.candidates else ""
+            u = last.usage_metadata
+            out.append((text, calls, finish, (u.prompt_token_count, u.candidates_token_count) if u else None))
+            if not calls:
+                break
+            contents.append(
+                types.Content(
+                    role="model", parts=[types.Part(function_call=types.FunctionCall(name=n, args=a)) for n, a in calls]
+                )
             )
-        )
-    return out
+            contents.append(
+                types.Content(
+                    role="user",
+                    parts=[types.Part.from_function_response(name=n, response={"r": "sunny"}) for n, _ in calls],
+                )
+            )
+        return out
 
 
 def ollama_chat(url: str, stream: bool) -> Summary:
-    c = ollama.Client(host=url)
-    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
-    messages: list[Any] = [{"role": "user", "content": QUESTION}]
-    out: Summary = []
-    for _ in range(2):
-        if stream:
-            parts = list(c.chat(model="llama3.2", messages=messages, tools=tools, stream=True))
-        else:
-            parts = [c.chat(model="llama3.2", messages=messages, tools=tools)]
-        text = "".join(p.message.content or "" for p in parts)
-        calls = [(t.function.name, dict(t.function.arguments)) for p in parts for t in p.message.tool_calls or []]
-        last = parts[-1]
-        out.append((text, calls, last.done_reason or "", (last.prompt_eval_count, last.eval_count)))
-        if not calls:
-            break
-        messages.append(
-            {
-                "role": "assistant",
-                "content": text,
-                "tool_calls": [{"function": {"name": n, "arguments": a}} for n, a in calls],
-            }
-        )
-        messages += [{"role": "tool", "tool_name": n, "content": "sunny"} for n, _ in calls]
-    return out
+    with ollama.Client(host=url) as c:
+        tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        out: Summary = []
+        for _ in range(2):
+            if stream:
+                parts = list(c.chat(model="llama3.2", messages=messages, tools=tools, stream=True))
+            else:
+                parts = [c.chat(model="llama3.2", messages=messages, tools=tools)]
+            text = "".join(p.message.content or "" for p in parts)
+            calls = [(t.function.name, dict(t.function.arguments)) for p in parts for t in p.message.tool_calls or []]
+            last = parts[-1]
+            out.append((text, calls, last.done_reason or "", (last.prompt_eval_count, last.eval_count)))
+            if not calls:
+                break
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": text,
+                    "tool_calls": [{"function": {"name": n, "arguments": a}} for n, a in calls],
+                }
+            )
+            messages += [{"role": "tool", "tool_name": n, "content": "sunny"} for n, _ in calls]
+        return out
 
 
 CLIENTS: dict[str, Callable[[str, bool], Summary]] = {

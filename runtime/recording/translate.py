@@ -196,7 +196,7 @@ def _step_name(turn: Turn, tool_turn: bool) -> str:
         if answer is not None and answer.calls:
             return "call_" + _ident(answer.calls[0].name)
         return "answer" if answer is not None else f"error_{turn.exchange.status}"
-    words = [w for w in _words(turn.chat.last_user_message() or "") if w not in _STOPWORDS]
+    words = [w for w in _words(turn.chat.last_user_message() or "") if w not in _STOPWORDS and len(w) > 1]
     return "ask_" + ("_".join(words[:2]) or "model")
 
 
