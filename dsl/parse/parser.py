@@ -26,16 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import lark
-from lark import Lark, Token, Tree
+from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedInput
 from lark.indenter import Indenter
-from lark.lexer import Lexer, LexerState, LexerThread, LineCounter
-from lark.parse_tree_builder import ParseTreeBuilder
-from lark.parser_frontends import PostLexConnector
-from lark.parsers.lalr_parser import _Parser as _LalrParser
-from lark.utils import TextSlice
+from lark.lexer import Lexer, LexerState
 
 from mockllm.dsl import diagnostics as d
+from mockllm.dsl.parse import lark_compat
+from mockllm.dsl.parse.lark_compat import LalrParser
 from mockllm.dsl.parse.recovery import LineInfo, Recovery, scan
 from mockllm.dsl.parse.syntax_errors import describe_unexpected, keyword_values
 from mockllm.dsl.parse.transformer import Cursor, ScriptTransformer, TopItem, VersionLine
@@ -336,14 +334,13 @@ class _TreelessParser:
     parse-then-transform."""
 
     def __init__(self, parser: Lark):
-        frontend = parser.parser
-        connector = frontend.lexer
-        assert isinstance(connector, PostLexConnector)
-        self.lexer: Lexer = connector.lexer
-        self.indenter: MockIndenter = connector.postlexer
-        self.table = frontend.parser._parse_table
+        lark_compat.check(parser)  # a Lark that changed its internals fails here, in one clear line
+        self.lexer: Lexer
+        self.indenter: MockIndenter
+        self.lexer, self.indenter = lark_compat.lexer_and_postlexer(parser)
+        self.table = lark_compat.parse_table(parser)
         self.start: str = parser.options.start[0]
-        self.builder = ParseTreeBuilder(parser.rules, Tree, False, False, parser.options.maybe_placeholders)  # type: ignore[no-untyped-call]
+        self.builder = lark_compat.tree_builder(parser)
         self.wrapped = frozenset(
             rule
             for rule in parser.rules
@@ -355,17 +352,17 @@ class _TreelessParser:
     def parse(self, text: str, file: str, first_line: int = 1) -> tuple[list[TopItem], ScriptSyntaxError | None]:
         # The callbacks (bound to one transformer) cost more to build than a small file costs to parse,
         # so each thread keeps one set and resets the transformer (parsing never nests in a thread).
-        state: tuple[ScriptTransformer, _LalrParser, _TrackedLexer] | None = getattr(self.local, "state", None)
+        state: tuple[ScriptTransformer, LalrParser, _TrackedLexer] | None = getattr(self.local, "state", None)
         if state is None:
             transformer = ScriptTransformer(file)
-            callbacks = self.builder.create_callback(transformer)  # type: ignore[no-untyped-call]
+            callbacks = lark_compat.reduce_callbacks(self.builder, transformer)
             for rule in self.wrapped:
                 callbacks[rule] = transformer.wrap(callbacks[rule])
             lexer = _TrackedLexer(self.lexer, self.indenter, transformer.cursor)
-            state = self.local.state = (transformer, _LalrParser(self.table, callbacks), lexer)
+            state = self.local.state = (transformer, LalrParser(self.table, callbacks), lexer)
         transformer, lalr, lexer = state
         transformer.reset(file)
-        items: list[TopItem] = lalr.parse(_lexer_thread(lexer, text, first_line), self.start)
+        items: list[TopItem] = lalr.parse(lark_compat.lexer_thread(lexer, text, first_line), self.start)
         return items, transformer.problem
 
 
@@ -390,22 +387,13 @@ class _TrackedLexer(Lexer):
         cursor.end = last
 
 
-def _lexer_thread(lexer: Lexer, text: str, first_line: int) -> LexerThread:
-    """Lexing ``text`` as if it began on line ``first_line`` (a block of a file, read on its own)."""
-    if first_line == 1:
-        return LexerThread.from_text(lexer, text)
-    counter = LineCounter("\n")  # type: ignore[no-untyped-call]
-    counter.line = first_line
-    return LexerThread(lexer, LexerState(TextSlice.cast_from(text), counter))
-
-
 _TREELESS: dict[int, _TreelessParser] = {}
 
 
 def _treeless(parser: Lark) -> _TreelessParser:
     with _LOCK:
         fast = _TREELESS.get(id(parser))
-        if fast is None or fast.table is not parser.parser.parser._parse_table:
+        if fast is None or fast.table is not lark_compat.parse_table(parser):
             fast = _TREELESS[id(parser)] = _TreelessParser(parser)
         return fast
 
@@ -430,9 +418,8 @@ def _parse_block(text: str, file: str, first_line: int = 1) -> tuple[list[TopIte
 def _describe(e: UnexpectedInput, text: str, file: str, parser: Lark, first_line: int) -> d.Diagnostic:
     """The diagnostic for a parse error. The diagnosis reads the parser's stack as parse trees, so the
     block is parsed again by the tree-building parser (only broken blocks pay for it)."""
-    frontend = parser.parser
     try:
-        frontend.parser.parse(_lexer_thread(frontend.lexer, text, first_line), parser.options.start[0])
+        lark_compat.parse_with_tree(parser, text, first_line)
     except UnexpectedInput as again:
         e = again
     except (ScriptIndentError, RecursionError):

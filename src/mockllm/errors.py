@@ -31,6 +31,7 @@ __all__ = [
     "EscapeError",
     "ExplainError",
     "FileError",
+    "LarkChanged",
     "MockllmError",
     "NoValue",
     "ProviderError",
@@ -151,6 +152,10 @@ class ProviderError(MockllmError):
         self.message = message
         self.code = code
         self.param = param
+
+
+class LarkChanged(MockllmError):
+    """The installed Lark lacks an internal the fast parser drives (:mod:`mockllm.dsl.parse.lark_compat`)."""
 
 
 class NoValue(MockllmError):
