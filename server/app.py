@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockllm.server")
 
 _GLOB_CHARS = frozenset("*?[")
+_GENERATE = ("generateContent", "streamGenerateContent")
 _DRAIN_CAP = DRAIN_CAP  # unread request bodies are dropped up to this, then the connection closes
 _random = random.Random()  # ids need to be unique, not secret: no system call per id (seeded from urandom)
 
@@ -129,8 +130,11 @@ def _query(scope: Scope) -> dict[str, str]:
 OFFLOAD_BYTES = 256 * 1024
 
 
-def _parse(adapter: Adapter, http: HttpRequest, lenient: bool) -> ChatRequest:
+def _parse(adapter: Adapter, http: HttpRequest, lenient: bool, parsed: list[ChatRequest]) -> ChatRequest:
+    """The parsed, checked request; ``parsed`` receives it before the history check, so a refused
+    history is journalled with its model and conversation."""
     chat = adapter.parse(http)
+    parsed.append(chat)
     if not lenient:
         adapter.validate_history(chat)
     return chat
@@ -251,12 +255,14 @@ class ProviderEndpoint:
             if body is None:
                 limit = state.options.max_body_bytes
                 message = f"mockllm: request body is larger than the limit of {limit} bytes"
+                if handler == "chat" or path_params.get("method") in _GENERATE:  # a chat request refused
+                    state.engine.reject(provider, path, 413, message)
                 await send_whole(channel, adapter.render_error(413, message, state.context(), "request_too_large"))
                 return
             channel.body_done = True
             http = HttpRequest(method, path, _query(scope), headers, body, path_params)
             gmethod_name = path_params.get("method")
-            gemini_generate = gmethod_name in ("generateContent", "streamGenerateContent")
+            gemini_generate = gmethod_name in _GENERATE
             if handler == "chat" or gemini_generate:
                 await self._chat(http, adapter, channel, track, arrived)
             elif handler == "inputs" or gmethod_name in GEMINI_EMBED_METHODS:
@@ -291,16 +297,19 @@ class ProviderEndpoint:
             denied = adapter.check_auth(http)
             if denied is not None:
                 ctx = state.context()
+                state.engine.reject(adapter.provider, http.path, denied.status, denied.message)
                 await send_whole(channel, adapter.render_error(denied.status, denied.message, ctx, denied.code))
                 return
         offload = len(http.body) > OFFLOAD_BYTES
+        parsed: list[ChatRequest] = []
         try:
             if offload:  # a large body is parsed in a worker thread: other requests are answered meanwhile
-                chat = await asyncio.to_thread(_parse, adapter, http, state.options.lenient)
+                chat = await asyncio.to_thread(_parse, adapter, http, state.options.lenient, parsed)
             else:
-                chat = _parse(adapter, http, state.options.lenient)
+                chat = _parse(adapter, http, state.options.lenient, parsed)
         except ProviderError as err:
             ctx = state.context()
+            state.engine.reject(adapter.provider, http.path, err.status, err.message, parsed[0] if parsed else None)
             await send_whole(channel, adapter.render_error(err.status, err.message, ctx, err.code, err.param))
             return
         state.note_model(chat.model)

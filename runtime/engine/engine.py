@@ -609,6 +609,27 @@ class Engine:
         """Record the final status of a journalled request (and whether the client went away)."""
         self._journal.finish(entry_id, status, client_gone, note)
 
+    def reject(
+        self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None
+    ) -> None:
+        """Journal a request refused before matching (missing credentials, a body that is not valid
+        JSON, a history the API forbids): nothing was matched or advanced, but ``verify`` reports it,
+        since the client got an error the scenarios never asked for. ``chat`` is the parsed request
+        when parsing got that far. Only the first 500 characters of the message are kept."""
+        self._journal.add(
+            JournalEntry(
+                id=self._journal.next_id(),
+                time=self._clock.now(),
+                conversation=conversation_key(chat) if chat is not None else "",
+                provider=chat.provider if chat is not None else provider,
+                endpoint=endpoint,
+                model=chat.model if chat is not None else "",
+                stream=chat.stream if chat is not None else False,
+                status=status,
+                rejected=message[:500],
+            )
+        )
+
     def reset(self, conversation: str | None = None) -> None:
         """Forget every conversation, the journal and step usage; or just one conversation."""
         if conversation is None:
@@ -664,11 +685,12 @@ class Engine:
         return out
 
     def verify(self) -> dict[str, Any]:
-        """What a test's teardown asserts on: requests nothing answered, failed expectations, and steps
-        never used in any conversation since the last reset."""
+        """What a test's teardown asserts on: requests nothing answered, failed expectations, requests
+        refused before matching, and steps never used in any conversation since the last reset."""
         entries = self._journal.entries()
         unmatched = [e.to_json() for e in entries if e.unmatched]
         failures = [e.to_json() for e in entries if e.expectation_failed is not None]
+        rejected = [e.to_json() for e in entries if e.rejected is not None]
         unused: list[dict[str, Any]] = []
         loaded = self._loaded
         if loaded is not None:
@@ -680,9 +702,10 @@ class Engine:
                     if (machine.name, gen, s.index) not in used:
                         unused.append({"scenario": machine.name, "step": s.name, "location": _location(s.span)})
         return {
-            "ok": not unmatched and not failures,
+            "ok": not unmatched and not failures and not rejected,
             "unmatched": unmatched,
             "expectation_failures": failures,
+            "rejected": rejected,
             "unused_steps": unused,
         }
 

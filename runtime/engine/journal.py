@@ -52,6 +52,9 @@ class JournalEntry:
     body_text: str | None = None
     body_bytes: int | None = None
     body_truncated: bool = False
+    # the error answered to a request refused before matching (auth, bad JSON, bad history): the
+    # client got an error no scenario asked for, so verify reports it
+    rejected: str | None = None
 
     @property
     def answered_by(self) -> str:
@@ -125,6 +128,7 @@ class JournalEntry:
             "body": self._body_json(),
             "body_bytes": self.body_bytes,
             "body_truncated": self.body_truncated,
+            "rejected": self.rejected,
         }
 
     def _body_json(self) -> Any:

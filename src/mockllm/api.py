@@ -183,16 +183,18 @@ def _unmatched_text(entry: Mapping[str, Any]) -> str:
 @attrs.frozen
 class Verification:
     """What ``GET /_mockllm/verify`` reports since the last reset: requests no step answered (the
-    no-match report of each), requests whose ``expect:`` failed, and steps never used."""
+    no-match report of each), requests whose ``expect:`` failed, steps never used, and requests
+    refused before matching (missing credentials, invalid JSON, a history the API forbids)."""
 
     unmatched: tuple[dict[str, Any], ...] = ()
     expectation_failures: tuple[dict[str, Any], ...] = ()
     unused_steps: tuple[dict[str, Any], ...] = ()
+    rejected: tuple[dict[str, Any], ...] = ()
 
     @property
     def ok(self) -> bool:
-        """No unmatched request and no failed expectation (unused steps are reported apart)."""
-        return not self.unmatched and not self.expectation_failures
+        """No unmatched, refused or failed-expectation request (unused steps are reported apart)."""
+        return not self.unmatched and not self.expectation_failures and not self.rejected
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Verification:
@@ -200,6 +202,7 @@ class Verification:
             tuple(data.get("unmatched", ())),
             tuple(data.get("expectation_failures", ())),
             tuple(data.get("unused_steps", ())),
+            tuple(data.get("rejected", ())),
         )
 
     def report(self, *, unused: bool = False) -> str:
@@ -211,6 +214,11 @@ class Verification:
             parts.append("\n\n".join([head, *(_unmatched_text(e) for e in self.unmatched)]))
         if self.expectation_failures:
             lines = [f"mockllm: expectation failed: {e.get('expectation_failed')}" for e in self.expectation_failures]
+            parts.append("\n".join(lines))
+        if self.rejected:
+            count = len(self.rejected)
+            lines = [f"mockllm: {count} request{'s' if count != 1 else ''} refused before matching:"]
+            lines += [f"  - {e.get('endpoint')}: {e.get('status')} {e.get('rejected')}" for e in self.rejected]
             parts.append("\n".join(lines))
         if unused and self.unused_steps:
             lines = ["mockllm: steps never used:"]
