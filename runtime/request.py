@@ -75,7 +75,8 @@ class ChatRequest:
     headers: Mapping[str, str] = attrs.field(factory=dict)  # names lower-cased
     body: Any = None  # the raw JSON body, for `field "a.b"` conditions
     include_usage: bool = False  # OpenAI stream_options.include_usage
-    previous_response_id: str | None = None  # Responses API
+    previous_response_id: str | None = None  # Responses API; Anthropic's thread `previous_message_id`
+    thread: str | None = None  # Anthropic message threads: "create" or "continue" (None: no thread)
     # embedding and moderation requests (no messages): the texts, and an embedding's own dimension
     operation: Operation = "chat"
     inputs: tuple[str, ...] = ()

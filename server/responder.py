@@ -182,7 +182,7 @@ async def deliver(
     rendered: Rendered
     reply: MessagePlan | None = None  # a stream's timing and faults come from a message only
     if isinstance(plan, ErrorPlan):
-        rendered = adapter.render_error(plan.status, plan.message, ctx)
+        rendered = adapter.render_error(plan.status, plan.message, ctx, plan.code)
     elif isinstance(plan, RawPlan):
         rendered = raw_rendered(plan)
     else:

@@ -18,7 +18,7 @@ import attrs
 
 from mockllm.dsl.machines.compiled import START
 from mockllm.runtime.clock import Clock
-from mockllm.runtime.request import ChatRequest, Message
+from mockllm.runtime.request import ChatRequest, Message, Tool
 
 CONVERSATION_HEADER = "x-mockllm-conversation"
 
@@ -222,10 +222,13 @@ class StoredResponse:
     conversation: str
     history: tuple[Message, ...]  # the request's messages and the assistant reply
     stored_at: float = attrs.field(eq=False)
+    system: str = ""  # what an Anthropic thread keeps for the turns that continue it
+    tools: tuple[Tool, ...] = ()
 
 
 class ResponseStore:
-    """What the server answered on the Responses API, by response id, for ``previous_response_id``.
+    """What the server answered on the Responses API, by response id, for ``previous_response_id``; and
+    on Anthropic message threads, by message id, for ``thread.previous_message_id``.
     Bounded like the conversation table."""
 
     def __init__(self, clock: Clock, max_count: int, idle_seconds: float) -> None:
@@ -235,10 +238,17 @@ class ResponseStore:
         self._lock = threading.Lock()
         self._table: OrderedDict[str, StoredResponse] = OrderedDict()
 
-    def put(self, response_id: str, conversation: str, history: tuple[Message, ...]) -> None:
+    def put(
+        self,
+        response_id: str,
+        conversation: str,
+        history: tuple[Message, ...],
+        system: str = "",
+        tools: tuple[Tool, ...] = (),
+    ) -> None:
         now = self._clock.monotonic()
         with self._lock:
-            self._table[response_id] = StoredResponse(conversation, history, now)
+            self._table[response_id] = StoredResponse(conversation, history, now, system, tools)
             self._table.move_to_end(response_id)
             while len(self._table) > self._max:
                 self._table.popitem(last=False)

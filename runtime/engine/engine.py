@@ -52,6 +52,7 @@ from mockllm.runtime.engine.journal import (
 )
 from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
+from mockllm.runtime.reply.ids import anthropic_message_id
 from mockllm.runtime.reply.inputs import default_plan, plan_inputs
 from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
@@ -299,6 +300,18 @@ def _call_offset(chat: ChatRequest) -> int:
     return sum(len(m.tool_calls) for m in chat.messages)
 
 
+def _not_found(chat: ChatRequest, missing: str) -> ErrorPlan:
+    """The error for a continuation whose history is gone: the Responses API's 400, or Anthropic's
+    documented 404 ``thread_not_found``, on which the SDK replays the whole conversation."""
+    if chat.provider == "anthropic":
+        message = (
+            f"No usable Thread state was found for previous_message_id '{missing}'. Replay the full "
+            'conversation with thread: {"type": "create"} to start a new Thread.'
+        )
+        return ErrorPlan(chat.model, 404, message, code="thread_not_found")
+    return ErrorPlan(chat.model, 400, f"Previous response with id '{missing}' not found.")
+
+
 def _status(plan: Plan | None) -> int:
     if plan is None:
         return 404
@@ -364,14 +377,17 @@ class Engine:
     # ---- matching -----------------------------------------------------------------------------------
 
     def _continue(self, chat: ChatRequest) -> tuple[ChatRequest, str, str | None]:
-        """The request with any Responses API history prepended, its conversation key, and the
-        ``previous_response_id`` when it names nothing this engine answered."""
+        """The request with the history it continues prepended (a Responses ``previous_response_id``,
+        an Anthropic thread's ``previous_message_id``), its conversation key, and the id when it names
+        nothing this engine answered (or answered long enough ago to be evicted)."""
         prev = chat.previous_response_id
         if prev:
             stored = self._responses.get(prev)
             if stored is None:
                 return chat, conversation_key(chat), prev
             chat = attrs.evolve(chat, messages=resolve_tool_names(stored.history + chat.messages))
+            if chat.thread == "continue":  # the thread keeps its system prompt and tools (create-only fields)
+                chat = attrs.evolve(chat, system=chat.system or stored.system, tools=chat.tools or stored.tools)
             explicit = chat.header(CONVERSATION_HEADER)
             return chat, stored_key(explicit) if explicit else stored.conversation, None
         return chat, conversation_key(chat), None
@@ -505,8 +521,7 @@ class Engine:
         chat, key, missing = self._continue(chat)
         conv = self._table.get(key)
         if missing is not None:
-            message = f"Previous response with id '{missing}' not found."
-            plan: Plan | None = ErrorPlan(chat.model, 400, message)
+            plan: Plan | None = _not_found(chat, missing)
             note: str | None = "mockllm keeps answered responses only within its eviction bounds and until a reset"
             sel = _Selection()
             failure = None
@@ -558,8 +573,11 @@ class Engine:
                 body=chat.body if no_match is not None or failure else None,
             )
         )
-        if chat.provider == "responses" and isinstance(plan, MessagePlan):
-            self._remember(response_id, key, chat, plan)
+        if isinstance(plan, MessagePlan):
+            if chat.provider == "responses":
+                self._remember(response_id, key, chat, plan, "call_", 24)
+            elif chat.thread is not None:  # an Anthropic message thread: later turns continue from this id
+                self._remember(anthropic_message_id(response_id), key, chat, plan, "toolu_01", 22)
         return Outcome(
             conversation=key,
             entry_id=entry_id,
@@ -573,10 +591,14 @@ class Engine:
             response_id=response_id,
         )
 
-    def _remember(self, response_id: str, key: str, chat: ChatRequest, plan: MessagePlan) -> None:
-        calls = tuple(ToolCall(c.id_for("call_"), c.name, c.arguments) for c in plan.tool_calls)
+    def _remember(
+        self, response_id: str, key: str, chat: ChatRequest, plan: MessagePlan, prefix: str, length: int
+    ) -> None:
+        """Keep the history and the reply (its tool calls with the ids the adapter sends: ``prefix`` and
+        ``length`` as in :meth:`PlannedToolCall.id_for`) for a request that continues from ``response_id``."""
+        calls = tuple(ToolCall(c.id_for(prefix, length), c.name, c.arguments) for c in plan.tool_calls)
         reply = Message(role="assistant", text=plan.text, tool_calls=calls)
-        self._responses.put(response_id, key, (*chat.messages, reply))
+        self._responses.put(response_id, key, (*chat.messages, reply), chat.system, chat.tools)
 
     def explain(self, chat: ChatRequest) -> Outcome:
         """What :meth:`handle` would answer, without changing any state or the journal. When a fallback
@@ -609,9 +631,7 @@ class Engine:
         """Record the final status of a journalled request (and whether the client went away)."""
         self._journal.finish(entry_id, status, client_gone, note)
 
-    def reject(
-        self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None
-    ) -> None:
+    def reject(self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None) -> None:
         """Journal a request refused before matching (missing credentials, a body that is not valid
         JSON, a history the API forbids): nothing was matched or advanced, but ``verify`` reports it,
         since the client got an error the scenarios never asked for. ``chat`` is the parsed request

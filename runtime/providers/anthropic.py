@@ -179,6 +179,7 @@ def _parse(http: HttpRequest, *, need_max_tokens: bool) -> ChatRequest:
             messages.append(Message("user", turn.text, index=i))
     raw_tools = optional_list(body, "tools", root)
     stream = body.get("stream")
+    thread, previous = _thread(body.get("thread"), root.key("thread"))
     return ChatRequest(
         provider="anthropic",
         endpoint=http.path,
@@ -189,7 +190,21 @@ def _parse(http: HttpRequest, *, need_max_tokens: bool) -> ChatRequest:
         tools=_tools(raw_tools, root.key("tools")) if raw_tools else (),
         headers=lower_headers(http.headers),
         body=body,
+        previous_response_id=previous,
+        thread=thread,
     )
+
+
+def _thread(value: Any, at: FieldPath) -> tuple[str | None, str | None]:
+    """The message-threads beta's ``thread``: ``{"type": "create"}`` keeps this conversation under the
+    reply's id; ``{"type": "continue", "previous_message_id": …}`` sends only the new messages."""
+    if value is None:
+        return None, None
+    obj = as_object(value, at)
+    kind = one_of(require(obj, "type", at), ("create", "continue"), at.key("type"))
+    if kind == "create":
+        return kind, None
+    return kind, require_str(obj, "previous_message_id", at)
 
 
 def _block_index(chat: ChatRequest, message_index: int, use_id: str | None, fallback: int) -> int:
@@ -271,6 +286,7 @@ def _event(data: dict[str, Any], content: bool = False) -> Frame:
 
 
 _PING = _event({"type": "ping"})
+_DETAILED_CODES = frozenset({"thread_not_found"})
 
 
 class AnthropicAdapter:
@@ -290,6 +306,8 @@ class AnthropicAdapter:
         return _parse(http, need_max_tokens=True)
 
     def validate_history(self, chat: ChatRequest) -> None:
+        if chat.thread == "continue":
+            return  # the calls these results answer live in the thread the engine prepends
         turns: list[tuple[int, str, list[Message]]] = []  # (wire index, user|assistant, messages)
         for m in chat.messages:
             if m.role == "system":
@@ -409,9 +427,15 @@ class AnthropicAdapter:
     def render_error(
         self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
     ) -> Rendered:
-        """``{"type":"error","error":{type,message},"request_id"}`` (``code``/``param`` unused)."""
-        error = {"type": error_type_for(status, ERROR_TYPES, "invalid_request_error", "api_error"), "message": message}
+        """``{"type":"error","error":{type,message},"request_id"}``; ``code`` becomes
+        ``error.details.error_code`` for the codes the SDK acts on (``param`` unused)."""
+        error: dict[str, Any] = {
+            "type": error_type_for(status, ERROR_TYPES, "invalid_request_error", "api_error"),
+            "message": message,
+        }
         request_id = anthropic_request_id(ctx.request_id)
+        if code in _DETAILED_CODES:  # the SDK reads `error.details.error_code` (a lost thread: replay)
+            error["details"] = {"error_code": code}
         payload = {"type": "error", "error": error, "request_id": request_id}
         retry = "true" if status in (408, 409, 429) or status >= 500 else "false"
         return json_response(payload, status=status, headers=(("request-id", request_id), ("x-should-retry", retry)))

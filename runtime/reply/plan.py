@@ -69,6 +69,7 @@ class ErrorPlan:
     retry_after_s: float | None = None
     latency_s: float = 0.0
     headers: tuple[tuple[str, str], ...] = ()
+    code: str | None = None  # a machine-readable code for the error body (Anthropic `thread_not_found`)
 
 
 @attrs.frozen
