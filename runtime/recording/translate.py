@@ -172,9 +172,10 @@ def _user_condition(chat: ChatRequest) -> list[n.Condition]:
         return []
     if len(text) <= LONG_MESSAGE and "\n" not in text:
         return [_is("last_user_message", text)]
-    head = text.split("\n", 1)[0][:_CONTAINS_CHARS]
-    if " " in head.strip() and len(head) == _CONTAINS_CHARS:
-        head = head.rsplit(" ", 1)[0]
+    first = text.split("\n", 1)[0]
+    head = first[:_CONTAINS_CHARS]
+    if len(first) > _CONTAINS_CHARS and not first[_CONTAINS_CHARS].isspace() and " " in head.strip():
+        head = head.rsplit(" ", 1)[0]  # end on a whole word
     return [_cond("last_user_message", "contains", head.strip() or text[:_CONTAINS_CHARS])]
 
 
