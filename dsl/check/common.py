@@ -145,8 +145,8 @@ def line_of(span: Span) -> str:
     return f" on line {span.line}" if span.line > 0 else ""
 
 
-def with_first(items: Iterable[T], name: Callable[[T], str]) -> Iterator[tuple[T, T | None]]:
-    """Each item with the earlier item of the same name (None for the first of its name)."""
+def repeats(items: Iterable[T], name: Callable[[T], str]) -> Iterator[tuple[T, T]]:
+    """Each item whose name an earlier item already has, with that first item."""
     first: dict[str, T] = {}
     for item in items:
         key = name(item)
@@ -154,7 +154,6 @@ def with_first(items: Iterable[T], name: Callable[[T], str]) -> Iterator[tuple[T
             yield item, first[key]
         else:
             first[key] = item
-            yield item, None
 
 
 def did_you_mean(word: str, candidates: Iterable[str], wrap: str = "`{}`") -> str | None:

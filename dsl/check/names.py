@@ -3,7 +3,7 @@ and scenarios replaced by a later file's scenario of the same name."""
 
 from __future__ import annotations
 
-from mockllm.dsl.check.common import Reporter, did_you_mean, with_first, word_list
+from mockllm.dsl.check.common import Reporter, did_you_mean, repeats, word_list
 from mockllm.dsl.diagnostics import Related
 from mockllm.dsl.tree.nodes import NamedReply, ReplyRef, Scenario, ScriptFile
 
@@ -11,60 +11,34 @@ from mockllm.dsl.tree.nodes import NamedReply, ReplyRef, Scenario, ScriptFile
 def check_file_names(r: Reporter, f: ScriptFile) -> None:
     """Import aliases, named replies and scenarios defined twice in one file."""
     file = f.path
-    for use, first_use in with_first(f.uses, lambda u: u.alias):
-        if first_use is not None:
-            r.duplicate(
-                f'alias `{use.alias}` is already used for "{first_use.path}"',
-                r.name_span(use.span, use.alias, file, last=True),
-                first_use.span,
-                file,
-                hint="give each import its own alias",
-                first_label="the first import with this alias",
-            )
-    for nr, first_nr in with_first(f.replies, lambda nr: nr.name):
-        if first_nr is not None:
-            r.duplicate(
-                f"reply `{nr.name}` is already defined",
-                r.name_span(nr.span, nr.name, file, skip=len("reply")),
-                first_nr.span,
-                file,
-                hint="rename one of the two replies",
-                first_label="the first definition",
-            )
-    for sc, first_sc in with_first(f.scenarios, lambda sc: sc.name):
-        if first_sc is not None:
-            r.duplicate(
-                f'scenario "{sc.name}" is already defined in this file',
-                r.name_span(sc.span, f'"{sc.name}"', file),
-                first_sc.span,
-                file,
-                hint="scenario names are unique within a file; rename one of them",
-                first_label="the first scenario with this name",
-            )
+    for use, first_use in repeats(f.uses, lambda u: u.alias):
+        message = f'alias `{use.alias}` is already used for "{first_use.path}"'
+        at = r.name_span(use.span, use.alias, file, last=True)
+        r.duplicate(
+            message, at, first_use.span, file, "give each import its own alias", "the first import with this alias"
+        )
+    for nr, first_nr in repeats(f.replies, lambda nr: nr.name):
+        at = r.name_span(nr.span, nr.name, file, skip=len("reply"))
+        hint = "rename one of the two replies"
+        r.duplicate(f"reply `{nr.name}` is already defined", at, first_nr.span, file, hint, "the first definition")
+    for sc, first_sc in repeats(f.scenarios, lambda sc: sc.name):
+        message = f'scenario "{sc.name}" is already defined in this file'
+        at = r.name_span(sc.span, f'"{sc.name}"', file)
+        hint = "scenario names are unique within a file; rename one of them"
+        r.duplicate(message, at, first_sc.span, file, hint, "the first scenario with this name")
 
 
 def check_scenario_names(r: Reporter, sc: Scenario, file: str) -> None:
     """``let`` names and step names defined twice in one scenario."""
-    for let, first_let in with_first(sc.lets, lambda let: let.name):
-        if first_let is not None:
-            r.duplicate(
-                f"`{let.name}` is already set by `let`",
-                r.name_span(let.span, let.name, file, skip=len("let")),
-                first_let.span,
-                file,
-                hint="keep one `let` per name",
-                first_label="the first `let`",
-            )
-    for step, first_step in with_first(sc.steps, lambda step: step.name):
-        if first_step is not None:
-            r.duplicate(
-                f'step `{step.name}` is already defined in scenario "{sc.name}"',
-                r.name_span(step.span, step.name, file, skip=len("step")),
-                first_step.span,
-                file,
-                hint="step names are unique within a scenario; rename one of them",
-                first_label="the first step with this name",
-            )
+    for let, first_let in repeats(sc.lets, lambda let: let.name):
+        at = r.name_span(let.span, let.name, file, skip=len("let"))
+        message = f"`{let.name}` is already set by `let`"
+        r.duplicate(message, at, first_let.span, file, "keep one `let` per name", "the first `let`")
+    for step, first_step in repeats(sc.steps, lambda step: step.name):
+        message = f'step `{step.name}` is already defined in scenario "{sc.name}"'
+        at = r.name_span(step.span, step.name, file, skip=len("step"))
+        hint = "step names are unique within a scenario; rename one of them"
+        r.duplicate(message, at, first_step.span, file, hint, "the first step with this name")
 
 
 def check_ref(r: Reporter, ref: ReplyRef, file: str, words: str) -> NamedReply | None:
