@@ -26,7 +26,7 @@ from mockllm.runtime.recording.translate import Turn, conversations, read_exchan
 from mockllm.runtime.request import Provider
 from mockllm.server.hypercorn_server import serve_hypercorn
 from mockllm.server.routes import adapter_for, provider_for
-from mockllm.server.runner import bind_socket, stop_on_signals, url_for
+from mockllm.server.runner import bind_socket, run_until_interrupted, stop_on_signals, url_for
 from mockllm.server.script_files import write_script
 
 __all__ = ["PUBLIC_APIS", "Recorder", "parse_upstreams", "record_command"]
@@ -208,11 +208,4 @@ def record_command(args: argparse.Namespace) -> int:
         finally:
             await recorder.client.aclose()
 
-    try:
-        with asyncio.Runner() as runner:
-            runner.run(main())
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sock.close()
-    return 0
+    return run_until_interrupted(main, sock)

@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mockllm.errors import ServerError
@@ -198,6 +198,15 @@ def run(
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
 
+    return run_until_interrupted(main, sock, factory)
+
+
+def run_until_interrupted(
+    main: Callable[[], Coroutine[Any, Any, None]],
+    sock: socket.socket,
+    factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> int:
+    """Run ``main`` on a fresh event loop; Ctrl-C ends it quietly; the socket is closed either way. Exit code 0."""
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
             runner.run(main())

@@ -24,6 +24,7 @@ from mockllm.runtime.providers.common import (
     json_text,
     load_json_object,
     lower_headers,
+    objects,
     one_of,
     optional_bool,
     optional_list,
@@ -104,9 +105,7 @@ def _turn(role: str, content: Any, path: FieldPath, call_names: dict[str, str]) 
     calls: list[ToolCall] = []
     results: list[ToolResult] = []
     other = False
-    for i, raw in enumerate(content):
-        at = path.at(i)
-        block = as_object(raw, at)
+    for at, block in objects(content, path):
         kind = require_str(block, "type", at)
         if kind == "text":
             texts.append(require_str(block, "text", at))
@@ -132,9 +131,7 @@ def _turn(role: str, content: Any, path: FieldPath, call_names: dict[str, str]) 
 
 def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
     tools: list[Tool] = []
-    for i, raw in enumerate(value):
-        at = path.at(i)
-        tool = as_object(raw, at)
+    for at, tool in objects(value, path):
         name = require_str(tool, "name", at)
         description = optional_str(tool, "description", at) or ""
         kind = optional_str(tool, "type", at)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 import attrs
 
@@ -23,6 +23,8 @@ JSON_MEDIA = "application/json"
 SSE_MEDIA = "text/event-stream"
 SSE_UTF8_MEDIA = "text/event-stream; charset=utf-8"  # what OpenAI and Anthropic stream with
 NDJSON_MEDIA = "application/x-ndjson"
+
+V = TypeVar("V")
 
 # ---------------------------------------------------------------- JSON in and out
 
@@ -224,28 +226,33 @@ def invalid_value(path: FieldPath, problem: str) -> ProviderError:
     return ProviderError(400, f"{path}: {problem}", code="invalid_value", param=path.text)
 
 
-def as_object(value: Any, path: FieldPath) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise wrong_type(path, "an object", value)
+def _checked(value: Any, path: FieldPath, kind: type[V], expected: str) -> V:
+    if not isinstance(value, kind):
+        raise wrong_type(path, expected, value)
     return value
+
+
+def as_object(value: Any, path: FieldPath) -> dict[str, Any]:
+    return _checked(value, path, dict, "an object")
 
 
 def as_str(value: Any, path: FieldPath) -> str:
-    if not isinstance(value, str):
-        raise wrong_type(path, "a string", value)
-    return value
+    return _checked(value, path, str, "a string")
 
 
 def as_list(value: Any, path: FieldPath) -> list[Any]:
-    if not isinstance(value, list):
-        raise wrong_type(path, "an array", value)
-    return value
+    return _checked(value, path, list, "an array")
 
 
 def as_bool(value: Any, path: FieldPath) -> bool:
-    if not isinstance(value, bool):
-        raise wrong_type(path, "a boolean", value)
-    return value
+    return _checked(value, path, bool, "a boolean")
+
+
+def objects(value: list[Any], path: FieldPath) -> Iterator[tuple[FieldPath, dict[str, Any]]]:
+    """Each element of a JSON array, checked to be an object, with its path."""
+    for i, raw in enumerate(value):
+        at = path.at(i)
+        yield at, as_object(raw, at)
 
 
 def as_int(value: Any, path: FieldPath, minimum: int | None = None) -> int:

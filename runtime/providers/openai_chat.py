@@ -21,6 +21,7 @@ from mockllm.runtime.providers.common import (
     json_text,
     load_json_object,
     lower_headers,
+    objects,
     one_of,
     optional_bool,
     optional_list,
@@ -80,9 +81,7 @@ def _content_text(value: Any, path: FieldPath, *, nullable: bool) -> str:
     if not isinstance(value, list):
         raise wrong_type(path, "a string or an array of content parts", value)
     texts: list[str] = []
-    for i, raw in enumerate(value):
-        at = path.at(i)
-        part = as_object(raw, at)
+    for at, part in objects(value, path):
         kind = require_str(part, "type", at)
         if kind == "text":
             texts.append(require_str(part, "text", at))
@@ -91,9 +90,7 @@ def _content_text(value: Any, path: FieldPath, *, nullable: bool) -> str:
 
 def _tool_calls(value: list[Any], path: FieldPath) -> tuple[ToolCall, ...]:
     calls: list[ToolCall] = []
-    for i, raw in enumerate(value):
-        at = path.at(i)
-        call = as_object(raw, at)
+    for at, call in objects(value, path):
         call_id = require_str(call, "id", at)
         kind = optional_str(call, "type", at) or "function"
         if kind == "custom":
@@ -113,9 +110,7 @@ def _tool_calls(value: list[Any], path: FieldPath) -> tuple[ToolCall, ...]:
 
 def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
     tools: list[Tool] = []
-    for i, raw in enumerate(value):
-        at = path.at(i)
-        tool = as_object(raw, at)
+    for at, tool in objects(value, path):
         kind = require_str(tool, "type", at)
         if kind not in ("function", "custom"):
             raise invalid_value(at.key("type"), f"'{kind}' is not one of 'function', 'custom'")
