@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -75,6 +76,16 @@ def sse_events(body: bytes) -> list[tuple[str | None, Any]]:
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
     return out
+
+
+def objects(values: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    """The values that are JSON objects; a reader passes over anything else in a recorded body."""
+    return (v for v in values if isinstance(v, dict))
+
+
+def sse_objects(body: bytes) -> Iterator[dict[str, Any]]:
+    """The data of each SSE event of ``body`` that is a JSON object."""
+    return objects(data for _, data in sse_events(body))
 
 
 def ndjson(body: bytes) -> list[Any]:

@@ -8,7 +8,7 @@ import attrs
 
 from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.providers.base import Adapter
-from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_events
+from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "anthropic"
 _FINISH: dict[str, FinishReason] = {
@@ -63,9 +63,7 @@ def read(body: bytes, stream: bool) -> Answer:
     rid = None
     error = None
     events = 0
-    for _, data in sse_events(body):
-        if not isinstance(data, dict):
-            continue
+    for data in sse_objects(body):
         kind = data.get("type")
         if kind == "message_start":
             msg = data.get("message") or {}

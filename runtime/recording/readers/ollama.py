@@ -6,7 +6,7 @@ from typing import Any
 
 from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.providers.base import Adapter
-from mockllm.runtime.recording.answer import Answer, Call, load_json, ndjson, number, parse_arguments
+from mockllm.runtime.recording.answer import Answer, Call, load_json, ndjson, number, objects, parse_arguments
 
 PROVIDER = "ollama"
 _FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
@@ -27,9 +27,7 @@ def read(body: bytes, stream: bool) -> Answer:
     usage = None
     error = None
     events = 0
-    for data in lines:
-        if not isinstance(data, dict):
-            continue
+    for data in objects(lines):
         if isinstance(data.get("error"), str):
             error = data["error"]
             continue

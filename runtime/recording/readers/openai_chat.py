@@ -6,7 +6,7 @@ from typing import Any
 
 from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.providers.base import Adapter
-from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_events
+from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "openai"
 _FINISH: dict[str, FinishReason] = {
@@ -58,9 +58,7 @@ def read(body: bytes, stream: bool) -> Answer:
     response_id = None
     error = None
     events = 0
-    for _, data in sse_events(body):
-        if not isinstance(data, dict):
-            continue
+    for data in sse_objects(body):
         if "error" in data and isinstance(data["error"], dict):
             error = str(data["error"].get("message", "error"))
             continue
