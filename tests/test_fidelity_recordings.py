@@ -20,6 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from mockllm.runtime.recording.readers import provider_for
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from wire_diff import compare, shape_of
@@ -48,16 +50,10 @@ def _recordings() -> list[Path]:
 
 
 def _provider(rec: dict[str, Any]) -> str:
-    path = rec["request"]["path"]
-    if path.startswith("/v1/chat/completions"):
-        return "openai"
-    if path.startswith("/v1/responses"):
-        return "responses"
-    if path.startswith("/v1/messages"):
-        return "anthropic"
-    if path.startswith("/api/"):
-        return "ollama"
-    return "gemini"
+    request = rec["request"]
+    provider = provider_for(request["method"], request["path"].split("?", 1)[0])
+    assert provider is not None, f"{rec['case']}: not a chat route: {request['path']}"
+    return provider
 
 
 def _payloads(rec: dict[str, Any]) -> list[Any]:
