@@ -5,8 +5,10 @@ request is served as usual. `mockllm check` warns about nested quantifiers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+import hashlib
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 import httpx
 import openai
@@ -100,3 +102,41 @@ def test_a_regex_that_unrolls_to_gigabytes_is_an_error_and_never_compiled() -> N
     ]
     assert compile_pattern("((a{1000}){1000}){1000}") is None
     assert compile_pattern("(a{100}){100}") is not None
+
+
+@contextmanager
+def busy_threads(count: int) -> Iterator[None]:
+    """Other threads of this process keep the CPUs busy, half of them in Python (they want the GIL),
+    half in C code that runs without it, as SDK clients and the server do in a test process."""
+    stop = threading.Event()
+    data = b"x" * 1_000_000
+
+    def burn(i: int) -> None:
+        while not stop.is_set():
+            if i % 2:
+                hashlib.sha256(data).digest()
+            else:
+                sum(range(20_000))
+
+    threads = [threading.Thread(target=burn, args=(i,), daemon=True) for i in range(count)]
+    for t in threads:
+        t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+
+def test_other_threads_work_never_times_out_a_simple_search() -> None:
+    """The bound is the search's own CPU time: the process's clock, which the `regex` package reads,
+    also runs for every other thread (a CI run answered `/weather in (\\w+)/` with "regex timed out"
+    while fifty SDK clients ran beside the server)."""
+    rx = compile_pattern(r"weather in (\w+)")
+    assert rx is not None
+    with busy_threads(16):
+        found = [search(rx, "what is the weather in Paris today") for _ in range(150)]
+        with pytest.raises(RegexTimeout):  # a catastrophic search is still stopped meanwhile
+            search(compile_pattern("(a|aa)+$"), HOSTILE)  # type: ignore[arg-type]
+    assert all(m is not None and m.group(1) == "Paris" for m in found)

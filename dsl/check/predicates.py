@@ -199,7 +199,7 @@ def _check_regex(r: Reporter, regex: Regex, span: Span, file: str) -> None:
         r.warn(
             "slow-regex",
             f"regex {regex} repeats a repetition (like `(a+)+`): on a text it does not match it can run for "
-            "minutes, and the server stops it after 50 ms and answers that request with an error",
+            "minutes, and the server stops it after 50 ms of its own CPU time and answers that request with an error",
             r.at(where, file),
             hint="repeat the inner piece once (`(a+)+` → `a+`, `(\\w+\\s?)+` → `[\\w\\s]+`), or put a fixed "
             "character between repetitions",

@@ -1,7 +1,7 @@
 """Regexes that can backtrack without end: a repetition nested inside another, as in ``(a+)+`` or
 ``(\\w+\\s?)+``. On a text such a pattern does not match, a backtracking engine tries every way of
 splitting the text between the two repetitions -- exponential in the text's length. The server stops
-any search after a time bound (runtime/timed_regex.py); ``mockllm check`` warns before it comes to that."""
+any search after a time bound (runtime/engine/timed_regex.py); ``mockllm check`` warns before it comes to that."""
 
 from __future__ import annotations
 
