@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 import attrs
 
-Provider = Literal["openai", "anthropic", "gemini", "ollama", "responses"]
+from mockllm.dsl.providers import Provider as Provider  # the language's provider names: one list
+
 Role = Literal["system", "user", "assistant", "tool"]
 #: What a request asks for, whatever the provider's path: the `endpoint is "embeddings"` names.
 Operation = Literal["chat", "embeddings", "moderations"]

@@ -345,7 +345,7 @@ class ProviderEndpoint:
             rendered = Rendered(200, "text/plain; charset=utf-8", body=b"Ollama is running")
             await send_whole(channel, rendered, [("x-mockllm", "mockllm")])
             return
-        if not state.options.no_auth and provider != "ollama":
+        if not state.options.no_auth:  # Ollama's adapter asks for no credentials
             denied = adapter.check_auth(http)
             if denied is not None:
                 await send_whole(channel, adapter.render_error(denied.status, denied.message, ctx, denied.code))

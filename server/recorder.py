@@ -20,6 +20,7 @@ from typing import Any
 
 from mockllm.errors import UsageError
 from mockllm.runtime.providers.base import RenderContext
+from mockllm.runtime.providers.registry import ENTRIES
 from mockllm.runtime.recording.exchange import Exchange, Timing
 from mockllm.runtime.recording.output import script_text
 from mockllm.runtime.recording.translate import Turn, conversations, read_exchange, script
@@ -31,13 +32,7 @@ from mockllm.server.script_files import write_script
 
 __all__ = ["PUBLIC_APIS", "Recorder", "parse_upstreams", "record_command"]
 
-PUBLIC_APIS: dict[str, str] = {
-    "openai": "https://api.openai.com",
-    "responses": "https://api.openai.com",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-    "ollama": "http://localhost:11434",
-}
+PUBLIC_APIS: dict[str, str] = {e.name: e.upstream for e in ENTRIES}
 HTTPX_MISSING = "mockllm record: the recording proxy needs httpx: pip install 'mockllm[record]'"
 #: Not forwarded either way: they describe one hop, not the message.
 _HOP = frozenset(
@@ -53,8 +48,9 @@ def parse_upstreams(values: Sequence[str]) -> dict[str, str]:
         name, sep, url = value.partition("=")
         if sep and name in PUBLIC_APIS and not name.startswith("http"):
             out[name] = url.rstrip("/")
-            if name == "openai" and not any(v.startswith("responses=") for v in values):
-                out["responses"] = url.rstrip("/")
+            for e in ENTRIES:  # Responses shares OpenAI's upstream unless given its own
+                if e.upstream_from == name and not any(v.startswith(f"{e.name}=") for v in values):
+                    out[e.name] = url.rstrip("/")
         elif sep and "://" not in name:
             raise UsageError(f"--upstream {value}: unknown provider {name!r} (one of {', '.join(PUBLIC_APIS)})")
         else:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mockllm.runtime.providers.registry import ENTRIES
+
 ServeText = Callable[..., AbstractContextManager[str]]
 PAGES = sorted((Path(__file__).parent.parent / "docs" / "providers").glob("*.md"))
 FENCE = re.compile(r"```(\w[\w-]*)\n(.*?)```", re.S)
@@ -19,7 +21,7 @@ def blocks(page: Path, lang: str) -> list[str]:
 
 
 def test_there_is_a_page_per_provider() -> None:
-    assert {p.stem for p in PAGES} == {"openai", "responses", "anthropic", "gemini", "ollama"}
+    assert {p.stem for p in PAGES} == {Path(e.docs).stem for e in ENTRIES}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])

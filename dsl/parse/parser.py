@@ -37,6 +37,7 @@ from mockllm.dsl.parse.lark_compat import LalrParser
 from mockllm.dsl.parse.recovery import LineInfo, Recovery, scan
 from mockllm.dsl.parse.syntax_errors import describe_unexpected, keyword_values
 from mockllm.dsl.parse.transformer import Cursor, ScriptTransformer, TopItem, VersionLine
+from mockllm.dsl.providers import PROVIDERS
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree.nodes import Defaults, NamedReply, ReplyRef, Scenario, ScriptFile, Use
 from mockllm.errors import MockllmError, ScriptSyntaxError
@@ -172,8 +173,15 @@ class _PositionFilter:
         return "mockllm-position-filter-v1"
 
 
+_PROVIDER_WORD = re.compile(r"^!provider_word:.*$", re.M)
+
+
 def grammar_text() -> str:
-    return importlib.resources.files("mockllm.grammar").joinpath("mockllm.lark").read_text(encoding="utf-8")
+    """The grammar, with its ``provider_word`` rule listing :data:`~mockllm.dsl.providers.PROVIDERS`
+    (the one list of provider names: the file's copy is only what a reader sees)."""
+    text = importlib.resources.files("mockllm.grammar").joinpath("mockllm.lark").read_text(encoding="utf-8")
+    words = " | ".join(f'"{name}"' for name in PROVIDERS)
+    return _PROVIDER_WORD.sub(lambda _: f"!provider_word: {words}", text, count=1)
 
 
 def _cache_file(grammar: str) -> str:

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mockllm.dsl.providers import PROVIDERS as PROVIDERS  # re-exported: the checker and the editor read it here
 from mockllm.dsl.tree.nodes import Condition, Duration, Predicate, Regex, Subject
-
-PROVIDERS = ("openai", "anthropic", "gemini", "ollama", "responses")
 
 _SUBJECT_WORDS = {
     "provider": "provider",

@@ -14,6 +14,7 @@ from typing import Literal
 
 import attrs
 
+from mockllm.dsl.providers import PROVIDERS
 from mockllm.dsl.tree.describe import OP_WORDS
 
 #: Where a line may stand: the file's top level, a scenario's or a step's body, a `when:`/`expect:`
@@ -308,7 +309,7 @@ def _subject(phrase: str, doc: str, snippet: str = "") -> Entry:
 
 
 SUBJECTS: tuple[Entry, ...] = (
-    _subject("provider", "The API the request came to: `openai`, `anthropic`, `gemini`, `ollama`, `responses`."),
+    _subject("provider", "The API the request came to: " + ", ".join(f"`{p}`" for p in PROVIDERS) + "."),
     _subject(
         "endpoint",
         'The request path, e.g. `"/v1/chat/completions"`, or an operation: `"chat"`, '
@@ -367,10 +368,7 @@ IGNORING_CASE = Entry(
 )
 
 VALUES: tuple[Entry, ...] = (
-    *(
-        Entry(w, "value", ("condition",), f"The provider `{w}`.")
-        for w in ("openai", "anthropic", "gemini", "ollama", "responses")
-    ),
+    *(Entry(w, "value", ("condition",), f"The provider `{w}`.") for w in PROVIDERS),
     *(Entry(w, "value", _REPLY, f"Finish reason `{w}`.") for w in ("stop", "length", "tool_calls", "content_filter")),
     *(Entry(w, "value", ("condition",), f"The JSON literal `{w}`.") for w in ("true", "false", "null")),
     *(

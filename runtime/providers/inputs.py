@@ -2,16 +2,19 @@
 (so every error has that provider's shape), the route's own functions parse and render.
 
 Each provider module (``embed_openai``, ``embed_gemini``, ``embed_ollama``) offers one parse/render pair
-per route; :data:`ROUTES` names them. A provider added later (Azure, Mistral, Cohere, Bedrock, Vertex)
-adds its pair here and its path in ``server/routes.py``: the engine, the language, the default embedder
+per route in its ``ROUTES``; the provider's registry entry names the module (``inputs``) and each
+route's path (``Route(..., "inputs", "NAME.ROUTE")``). A provider added later adds its module and
+those entry fields: the engine, the language, the default embedder
 and the journal need nothing new, because every pair produces the same provider-neutral request (the
 texts in ``inputs``, ``operation`` set) and renders the same plan (``vectors`` or ``flags``)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
+from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Operation, Provider
@@ -76,13 +79,7 @@ class InputsAdapter:
         return self.base.stream_error_frame(message, ctx, sequence)
 
 
-_FIXED_PATHS = {
-    "/v1/embeddings": "openai.embeddings",
-    "/v1/moderations": "openai.moderations",
-    "/api/embed": "ollama.embed",
-    "/api/embeddings": "ollama.embeddings",
-}
-_GEMINI_METHODS = ("embedContent", "batchEmbedContents")
+_FIXED_PATHS = {spec.path: spec.inputs for spec in registry.ROUTES if spec.inputs is not None and "{" not in spec.path}
 
 
 def route_for_path(path: str) -> str | None:
@@ -92,21 +89,18 @@ def route_for_path(path: str) -> str | None:
     if found is not None:
         return found
     method = path.rpartition(":")[2]
-    if "/models/" in path and method in _GEMINI_METHODS:
-        return f"gemini.{method}"
+    if "/models/" in path:
+        for e in registry.ENTRIES:
+            if e.model_methods.get(method) == "inputs":
+                return f"{e.name}.{method}"
     return None
 
 
 def route_functions(route: str) -> tuple[Parse, Render]:
-    """The parse/render pair of an input route (``"openai.embeddings"``, ``"gemini.batchEmbedContents"`` …)."""
-    if route.startswith("openai."):
-        from mockllm.runtime.providers import embed_openai
-
-        return embed_openai.ROUTES[route]
-    if route.startswith("gemini."):
-        from mockllm.runtime.providers import embed_gemini
-
-        return embed_gemini.ROUTES[route]
-    from mockllm.runtime.providers import embed_ollama
-
-    return embed_ollama.ROUTES[route]
+    """The parse/render pair of an input route (``"openai.embeddings"``, ``"gemini.batchEmbedContents"`` …):
+    the ``ROUTES`` of the module the provider's registry entry names in ``inputs``."""
+    module = registry.entry(route.partition(".")[0]).inputs
+    if module is None:
+        raise KeyError(route)
+    pairs: dict[str, tuple[Parse, Render]] = importlib.import_module(f"mockllm.runtime.providers.{module}").ROUTES
+    return pairs[route]

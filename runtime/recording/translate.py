@@ -19,6 +19,7 @@ import attrs
 from mockllm.dsl.tree import nodes as n
 from mockllm.errors import ProviderError
 from mockllm.runtime.engine.conversations import CONVERSATION_HEADER, fingerprint
+from mockllm.runtime.providers.registry import adapter_for, entry
 from mockllm.runtime.recording.answer import Answer, error_message
 from mockllm.runtime.recording.exchange import Exchange
 from mockllm.runtime.recording.readers import READERS, provider_for
@@ -69,12 +70,12 @@ def read_exchange(ex: Exchange) -> Turn | None:
         return None
     reader = READERS[provider]
     params: dict[str, str] = {}
-    if provider == "gemini":
+    if entry(provider).model_methods:  # `…/models/{model}:{method}`
         model, _, method = ex.path.rpartition("/models/")[2].rpartition(":")
         params = {"model": model, "method": method}
     http = HttpRequest(ex.method, ex.path, ex.query, ex.headers, ex.request_body, params)
     try:
-        chat = reader.adapter().parse(http)
+        chat = adapter_for(provider).parse(http)
     except ProviderError:
         return None
     answer = None if ex.status >= 400 else reader.read(ex.body, chat.stream)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from mockllm.dsl.providers import PROVIDERS
 from mockllm.errors import FileError, MockllmError, UsageError
 
 if TYPE_CHECKING:
@@ -481,7 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--provider",
-        choices=("openai", "anthropic", "gemini", "ollama", "responses"),
+        choices=PROVIDERS,
         help="the API the request was sent to (default: guessed from the body)",
     )
     p.add_argument("--endpoint", metavar="PATH", help="the request path, e.g. /v1/chat/completions")

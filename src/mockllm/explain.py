@@ -15,7 +15,6 @@ body's shape."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -24,25 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from mockllm.dsl.providers import PROVIDERS
 from mockllm.dsl.span import NO_SPAN
 from mockllm.errors import ExplainError
 from mockllm.runtime.engine.outcome import Outcome
+from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.inputs import InputsAdapter, route_for_path, route_functions
 from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine
-
-PROVIDERS = ("openai", "anthropic", "gemini", "ollama", "responses")
-
-_ADAPTERS = {
-    "openai": ("openai_chat", "OpenAIChatAdapter"),
-    "anthropic": ("anthropic", "AnthropicAdapter"),
-    "gemini": ("gemini", "GeminiAdapter"),
-    "ollama": ("ollama", "OllamaAdapter"),
-    "responses": ("responses", "ResponsesAdapter"),
-}
 
 _ANTHROPIC_KEYS = ("anthropic_version", "stop_sequences", "thinking", "top_k")
 _ANTHROPIC_BLOCKS = ("image", "tool_use", "tool_result", "thinking", "document")
@@ -91,17 +82,7 @@ def guess_provider(body: Any) -> str:
 
 
 def default_endpoint(provider: str, body: Any) -> str:
-    if provider == "anthropic":
-        return "/v1/messages"
-    if provider == "responses":
-        return "/v1/responses"
-    if provider == "ollama":
-        return "/api/chat"
-    if provider == "gemini":
-        model = body.get("model") if isinstance(body, dict) else None
-        name = model if isinstance(model, str) and model else "gemini-2.0-flash"
-        return f"/v1beta/models/{name.removeprefix('models/')}:generateContent"
-    return "/v1/chat/completions"
+    return registry.chat_path(provider, body)
 
 
 def _read_request(path: str) -> Any:
@@ -152,15 +133,13 @@ def parse_request(data: Any, provider: str | None, endpoint: str | None) -> Chat
     if route is not None:  # an embedding or moderation request: its path says whose
         provider = provider or route.partition(".")[0]
     provider = provider or wrapped_provider or guess_provider(body)
-    if provider not in _ADAPTERS:
+    if provider not in registry.BY_NAME:
         raise ExplainError(f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}")
     endpoint = endpoint or default_endpoint(provider, body)
-    module_name, class_name = _ADAPTERS[provider]
     try:
-        module = importlib.import_module(f"mockllm.runtime.providers.{module_name}")
+        adapter = registry.adapter_for(provider)
     except ModuleNotFoundError:
         raise ExplainError(f"the {provider} provider is not available in this installation") from None
-    adapter = getattr(module, class_name)()
     if route is not None:
         adapter = InputsAdapter(adapter, *route_functions(route))
     http = HttpRequest(

@@ -7,7 +7,6 @@ from typing import Any
 import attrs
 
 from mockllm.dsl.tree.nodes import FinishReason
-from mockllm.runtime.providers.base import Adapter
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "anthropic"
@@ -18,12 +17,6 @@ _FINISH: dict[str, FinishReason] = {
     "max_tokens": "length",
     "tool_use": "tool_calls",
 }
-
-
-def adapter() -> Adapter:
-    from mockllm.runtime.providers.anthropic import AnthropicAdapter
-
-    return AnthropicAdapter()
 
 
 def _blocks(blocks: list[Any], stop: Any, usage: tuple[int, int] | None, rid: Any, chunks: tuple[str, ...]) -> Answer:

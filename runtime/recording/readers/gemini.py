@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from mockllm.dsl.tree.nodes import FinishReason
-from mockllm.runtime.providers.base import Adapter
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_events
 
 PROVIDER = "gemini"
@@ -18,12 +17,6 @@ _FINISH: dict[str, FinishReason] = {
     "SPII": "content_filter",
     "RECITATION": "content_filter",
 }
-
-
-def adapter() -> Adapter:
-    from mockllm.runtime.providers.gemini import GeminiAdapter
-
-    return GeminiAdapter()
 
 
 def read(body: bytes, stream: bool) -> Answer:

@@ -5,17 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from mockllm.dsl.tree.nodes import FinishReason
-from mockllm.runtime.providers.base import Adapter
 from mockllm.runtime.recording.answer import Answer, Call, load_json, ndjson, number, objects, parse_arguments
 
 PROVIDER = "ollama"
 _FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
-
-
-def adapter() -> Adapter:
-    from mockllm.runtime.providers.ollama import OllamaAdapter
-
-    return OllamaAdapter()
 
 
 def read(body: bytes, stream: bool) -> Answer:

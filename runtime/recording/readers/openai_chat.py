@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from mockllm.dsl.tree.nodes import FinishReason
-from mockllm.runtime.providers.base import Adapter
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "openai"
@@ -16,12 +15,6 @@ _FINISH: dict[str, FinishReason] = {
     "function_call": "tool_calls",
     "content_filter": "content_filter",
 }
-
-
-def adapter() -> Adapter:
-    from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
-
-    return OpenAIChatAdapter()
 
 
 def _usage(data: Any) -> tuple[int, int] | None:

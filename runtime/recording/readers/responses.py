@@ -8,16 +8,9 @@ from typing import Any
 import attrs
 
 from mockllm.dsl.tree.nodes import FinishReason
-from mockllm.runtime.providers.base import Adapter
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "responses"
-
-
-def adapter() -> Adapter:
-    from mockllm.runtime.providers.responses import ResponsesAdapter
-
-    return ResponsesAdapter()
 
 
 def _response(data: dict[str, Any]) -> Answer:

@@ -1,0 +1,309 @@
+"""The provider registry: one entry per API mockllm speaks, and everything the rest of mockllm asks
+about a provider, answered from it.
+
+An entry names its adapter, its routes (with a per-request claim where a path is shared), the path
+prefixes whose unknown routes answer in its error shape, the upstream ``mockllm record`` forwards
+to, the request ``mockllm explain`` posts a bare body to, its recording reader, its embedding routes
+and its docs page. The server's route table, ``provider_for``, ``adapter_for``, the recorder's
+upstreams, ``mockllm explain``, the recording readers and the docs table test all read :data:`ENTRIES`;
+the language's provider names (``dsl/providers.py``) must be exactly its names (a test checks).
+
+Adding a provider is one adapter module plus one :class:`ProviderEntry` in :data:`ENTRIES` (and its
+name in ``dsl/providers.py``, its docs page and its tests): see docs/architecture.md."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import attrs
+
+from mockllm.errors import MockllmError
+from mockllm.runtime.providers.base import Adapter
+from mockllm.runtime.request import Provider
+
+#: what the server does with a route's requests (``server/app.py``)
+Handler = Literal["chat", "inputs", "count_tokens", "models", "model_path", "tags", "version", "root"]
+#: whether a request to a shared path is this provider's: ``(path, headers with lower-cased names)``
+Claim = Callable[[str, Mapping[str, str]], bool]
+
+DEFAULT_PROVIDER: Provider = "openai"  # answers paths no entry claims
+
+
+@attrs.frozen
+class Route:
+    """One path a provider serves. Several providers may list the same path (``/v1/models``, and
+    ``/v1/chat/completions`` for OpenAI and Mistral): then each but one says ``when`` the request is
+    its own, and the one without ``when`` takes the rest. Claims are tried in :data:`ENTRIES` order."""
+
+    path: str  # a Starlette path pattern: ``{name}`` is one segment, ``{name:path}`` the rest
+    methods: tuple[str, ...]
+    handler: Handler
+    inputs: str | None = None  # "inputs" routes: the route name in the entry's ``inputs`` module's ROUTES
+    when: Claim | None = None
+
+
+@attrs.frozen
+class ProviderEntry:
+    """Everything mockllm knows about one provider besides its adapter's code."""
+
+    name: Provider
+    adapter: str  # "module:Class" in mockllm.runtime.providers; the class takes no arguments
+    routes: tuple[Route, ...]
+    upstream: str  # the public API's base URL: where `mockllm record` forwards by default
+    prefixes: tuple[str, ...] = ()  # unknown paths under these get this provider's 404/405
+    inputs: str | None = None  # module in mockllm.runtime.providers with ROUTES: embedding routes
+    upstream_from: Provider | None = None  # `--upstream NAME=URL` for that provider also sets this one
+    #: where a bare chat body goes (`mockllm explain`); "{model}" is the body's model (default: the
+    #: first "chat" route)
+    chat_path: str = attrs.field(default=attrs.Factory(lambda e: _chat_route(e.routes), takes_self=True))
+    default_model: str = ""  # for "{model}" in chat_path when the body names none
+    #: a regex found in the path of a recorded POST that is this provider's chat request (default:
+    #: the chat path, at the end)
+    recorded: str = attrs.field(default=attrs.Factory(lambda e: re.escape(e.chat_path) + "$", takes_self=True))
+    #: module in mockllm.runtime.recording.readers that reads its recorded answers (default: the
+    #: adapter's module name)
+    reader: str = attrs.field(default=attrs.Factory(lambda e: e.adapter.partition(":")[0], takes_self=True))
+    docs: str = attrs.field(default=attrs.Factory(lambda e: f"providers/{e.name}.md", takes_self=True))  # docs/…
+    #: ``…/models/{model}:METHOD`` operations its "model_path" routes answer, and as what; an "inputs"
+    #: method's route is ``NAME.METHOD`` in the ``inputs`` module
+    model_methods: Mapping[str, Handler] = attrs.field(factory=dict)
+
+
+def _chat_route(routes: tuple[Route, ...]) -> str:
+    return next((r.path for r in routes if r.handler == "chat"), "")
+
+
+def _header(name: str) -> Claim:
+    return lambda path, headers: name in headers
+
+
+def _gemini_method(path: str, headers: Mapping[str, str]) -> bool:
+    return ":" in path.rsplit("/", 1)[-1] or "x-goog-api-key" in headers
+
+
+ENTRIES: tuple[ProviderEntry, ...] = (
+    ProviderEntry(
+        name="openai",
+        adapter="openai_chat:OpenAIChatAdapter",
+        routes=(
+            Route("/v1/chat/completions", ("POST",), "chat"),
+            Route("/v1/embeddings", ("POST",), "inputs", "openai.embeddings"),
+            Route("/v1/moderations", ("POST",), "inputs", "openai.moderations"),
+            Route("/v1/models", ("GET",), "models"),
+            Route("/v1/models/{rest:path}", ("GET",), "model_path"),
+        ),
+        upstream="https://api.openai.com",
+        recorded=r"/chat/completions$",
+        inputs="embed_openai",
+    ),
+    ProviderEntry(
+        name="responses",
+        adapter="responses:ResponsesAdapter",
+        routes=(Route("/v1/responses", ("POST",), "chat"),),
+        upstream="https://api.openai.com",
+        prefixes=("/v1/responses",),
+        upstream_from="openai",
+    ),
+    ProviderEntry(
+        name="anthropic",
+        adapter="anthropic:AnthropicAdapter",
+        routes=(
+            Route("/v1/messages", ("POST",), "chat"),
+            Route("/v1/messages/count_tokens", ("POST",), "count_tokens"),
+            Route("/v1/models", ("GET",), "models", when=_header("anthropic-version")),
+            Route("/v1/models/{rest:path}", ("GET",), "model_path", when=_header("anthropic-version")),
+        ),
+        upstream="https://api.anthropic.com",
+        prefixes=("/v1/messages",),
+    ),
+    ProviderEntry(
+        name="gemini",
+        adapter="gemini:GeminiAdapter",
+        routes=(
+            Route("/v1/models", ("GET",), "models", when=_header("x-goog-api-key")),
+            # Starlette cannot route a ':' inside a segment: Gemini's `{model}:{method}` is split by hand.
+            Route("/v1/models/{rest:path}", ("GET", "POST"), "model_path", when=_gemini_method),
+            Route("/v1beta/models", ("GET",), "models"),
+            Route("/v1beta/models/{rest:path}", ("GET", "POST"), "model_path"),
+        ),
+        upstream="https://generativelanguage.googleapis.com",
+        chat_path="/v1beta/models/{model}:generateContent",
+        recorded=r"/models/.*:(?:generateContent|streamGenerateContent)$",
+        prefixes=("/v1beta/",),
+        inputs="embed_gemini",
+        default_model="gemini-2.0-flash",
+        model_methods={
+            "generateContent": "chat",
+            "streamGenerateContent": "chat",
+            "countTokens": "count_tokens",
+            "embedContent": "inputs",
+            "batchEmbedContents": "inputs",
+        },
+    ),
+    ProviderEntry(
+        name="ollama",
+        adapter="ollama:OllamaAdapter",
+        routes=(
+            Route("/api/chat", ("POST",), "chat"),
+            Route("/api/embed", ("POST",), "inputs", "ollama.embed"),
+            Route("/api/embeddings", ("POST",), "inputs", "ollama.embeddings"),
+            Route("/api/tags", ("GET",), "tags"),
+            Route("/api/version", ("GET",), "version"),
+            Route("/", ("GET",), "root"),
+        ),
+        upstream="http://localhost:11434",
+        prefixes=("/api/",),
+        inputs="embed_ollama",
+    ),
+)
+
+BY_NAME: dict[str, ProviderEntry] = {e.name: e for e in ENTRIES}
+NAMES: tuple[Provider, ...] = tuple(e.name for e in ENTRIES)
+
+
+def entry(name: str) -> ProviderEntry:
+    """The entry of provider ``name`` (KeyError for a name no entry has)."""
+    return BY_NAME[name]
+
+
+# ------------------------------------------------------------------------------------------------
+# The route table: every entry's routes, one per path
+
+
+@attrs.frozen
+class RouteSpec:
+    """One path of the server's route table, with every provider that serves it."""
+
+    path: str  # Starlette path pattern
+    methods: tuple[str, ...]
+    handler: Handler
+    provider: Provider | None  # None: decided per request by ``claims`` (see :meth:`provider_of`)
+    inputs: str | None = None  # for embedding and moderation routes: runtime/providers/inputs.py's route name
+    claims: tuple[tuple[Provider, Claim | None], ...] = ()
+
+    def provider_of(self, path: str, headers: Mapping[str, str]) -> Provider:
+        """The provider whose request this is: the first claim that holds, else the path's default."""
+        if self.provider is not None:
+            return self.provider
+        fallback = DEFAULT_PROVIDER
+        for name, when in self.claims:
+            if when is None:
+                fallback = name
+            elif when(path, headers):
+                return name
+        return fallback
+
+
+class RegistryError(MockllmError):
+    """Two entries list one path with different handlers (a mistake in :data:`ENTRIES`)."""
+
+
+def _route_table(entries: tuple[ProviderEntry, ...]) -> tuple[RouteSpec, ...]:
+    by_path: dict[str, list[tuple[ProviderEntry, Route]]] = {}
+    for e in entries:
+        for r in e.routes:
+            by_path.setdefault(r.path, []).append((e, r))
+    table = []
+    for path, claimants in by_path.items():
+        first = claimants[0][1]
+        if any((r.handler, r.inputs) != (first.handler, first.inputs) for _, r in claimants):
+            raise RegistryError(f"providers {', '.join(e.name for e, _ in claimants)} serve {path} differently")
+        defaults = [e.name for e, r in claimants if r.when is None]
+        if len(defaults) > 1:
+            raise RegistryError(f"{path}: {' and '.join(defaults)} both claim it without `when`")
+        methods = tuple(dict.fromkeys(m for _, r in claimants for m in r.methods))
+        single = claimants[0][0].name if len(claimants) == 1 and first.when is None else None
+        claims = tuple((e.name, r.when) for e, r in claimants)
+        table.append(RouteSpec(path, methods, first.handler, single, first.inputs, claims))
+    return tuple(table)
+
+
+ROUTES: tuple[RouteSpec, ...] = _route_table(ENTRIES)
+
+
+def _pattern(path: str) -> re.Pattern[str]:
+    parts = re.split(r"\{(\w+)(?::(\w+))?\}", path)
+    out = []
+    for i in range(0, len(parts), 3):
+        out.append(re.escape(parts[i]))
+        if i + 1 < len(parts):
+            out.append(".*" if parts[i + 2] == "path" else "[^/]+")
+    return re.compile("".join(out) + "$")
+
+
+_EXACT: dict[str, RouteSpec] = {spec.path: spec for spec in ROUTES if "{" not in spec.path}
+_PATTERNS: tuple[tuple[re.Pattern[str], RouteSpec], ...] = tuple(
+    (_pattern(spec.path), spec) for spec in ROUTES if "{" in spec.path
+)
+_PREFIXES: tuple[tuple[str, Provider], ...] = tuple(
+    sorted(((p, e.name) for e in ENTRIES for p in e.prefixes), key=lambda item: len(item[0]), reverse=True)
+)
+
+
+def route_at(path: str) -> RouteSpec | None:
+    """The route table's entry for ``path``, None when no route matches it."""
+    found = _EXACT.get(path)
+    if found is not None:
+        return found
+    for pattern, spec in _PATTERNS:
+        if pattern.match(path):
+            return spec
+    return None
+
+
+def provider_for(path: str, headers: Mapping[str, str] | None = None) -> Provider:
+    """The provider whose error shape answers a request to ``path`` (headers lower-cased): the route's
+    provider (or the claim that holds on a shared path), else the entry with the longest prefix of
+    ``path``, else OpenAI."""
+    spec = route_at(path)
+    if spec is not None:
+        return spec.provider_of(path, headers or {})
+    for prefix, name in _PREFIXES:
+        if path.startswith(prefix) or path == prefix.rstrip("/"):
+            return name
+    return DEFAULT_PROVIDER
+
+
+def recorded_provider(method: str, path: str) -> Provider | None:
+    """The provider whose chat request a recorded ``method`` ``path`` is, None for any other request
+    (listings, embeddings, non-LLM traffic). Paths may carry a proxy's prefix."""
+    if method != "POST":
+        return None
+    for e in ENTRIES:
+        if re.search(e.recorded, path):
+            return e.name
+    return None
+
+
+def chat_path(name: str, body: Any) -> str:
+    """Where a bare chat ``body`` for provider ``name`` is posted (the model in the path where the
+    API puts it there)."""
+    e = entry(name)
+    if "{model}" not in e.chat_path:
+        return e.chat_path
+    model = body.get("model") if isinstance(body, dict) else None
+    named = model if isinstance(model, str) and model else e.default_model
+    return e.chat_path.replace("{model}", named.removeprefix("models/"))
+
+
+# ------------------------------------------------------------------------------------------------
+# Loading what an entry names
+
+
+def _load(module: str, attr: str) -> Any:
+    return getattr(importlib.import_module(f"mockllm.runtime.providers.{module}"), attr)
+
+
+_ADAPTERS: dict[str, Adapter] = {}
+
+
+def adapter_for(provider: str) -> Adapter:
+    """The (stateless, shared) adapter of ``provider``, made on first use."""
+    found = _ADAPTERS.get(provider)
+    if found is None:
+        module, _, cls = entry(provider).adapter.partition(":")
+        found = _ADAPTERS[provider] = _load(module, cls)()
+    return found

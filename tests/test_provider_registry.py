@@ -1,0 +1,174 @@
+"""The provider registry is the one list of providers: the language, the route table, the docs table,
+the recorder and `mockllm explain` all agree with it, and a path two providers share is decided per
+request by the entries' claims."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mockllm.dsl.parse.parser import grammar_text, parse_text
+from mockllm.dsl.providers import PROVIDERS
+from mockllm.dsl.tree.reference import SUBJECTS, VALUES
+from mockllm.runtime.providers import registry
+from mockllm.runtime.providers.registry import ENTRIES, ProviderEntry, RegistryError, Route
+from mockllm.runtime.recording.readers import READERS
+from mockllm.server.recorder import PUBLIC_APIS, parse_upstreams
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def test_the_language_names_exactly_the_registry_providers() -> None:
+    assert sorted(PROVIDERS) == sorted(registry.NAMES)
+    assert len(set(registry.NAMES)) == len(registry.NAMES)
+
+
+def test_the_grammar_accepts_every_provider_name_bare() -> None:
+    rule = re.search(r"^!provider_word:(.*)$", grammar_text(), re.M)
+    assert rule is not None
+    assert sorted(re.findall(r'"(\w+)"', rule.group(1))) == sorted(PROVIDERS)
+    for name in PROVIDERS:
+        script = f'scenario "s":\n    when:\n        provider is {name}\n'
+        script += '    step one:\n        reply:\n            text "hi"\n'
+        tree, problems = parse_text(script)
+        assert problems == [], name
+        assert tree is not None
+
+
+def test_the_editor_help_lists_every_provider() -> None:
+    (provider,) = [e for e in SUBJECTS if e.phrase == "provider"]
+    assert all(f"`{name}`" in provider.doc for name in PROVIDERS)
+    assert {e.phrase for e in VALUES if e.doc.startswith("The provider")} == set(PROVIDERS)
+
+
+def test_every_entry_has_its_adapter_reader_docs_page_and_upstream() -> None:
+    for entry in ENTRIES:
+        adapter = registry.adapter_for(entry.name)
+        assert adapter.provider == entry.name
+        assert adapter is registry.adapter_for(entry.name)  # one shared adapter
+        assert READERS[entry.name].PROVIDER == entry.name
+        assert (DOCS / entry.docs).is_file(), entry.docs
+        assert PUBLIC_APIS[entry.name] == entry.upstream
+
+
+def test_the_docs_table_links_every_provider_page_once() -> None:
+    table = (DOCS / "providers.md").read_text(encoding="utf-8")
+    linked = re.findall(r"^\|[^|]*\| \[\w+\]\((providers/\w+\.md)\)", table, re.M)
+    assert sorted(linked) == sorted(e.docs for e in ENTRIES)
+
+
+#: path → the provider whose error shape answers it (no headers)
+BY_PATH = """
+/v1/chat/completions openai
+/v1/responses responses
+/v1/responses/resp_1/cancel responses
+/v1/messages anthropic
+/v1/messages/batches anthropic
+/v1/models openai
+/v1/models/gpt-4o openai
+/v1/models/gemini-2.5-flash:generateContent gemini
+/v1beta/models/gemini-2.5-flash:generateContent gemini
+/v1beta/cachedContents gemini
+/api/chat ollama
+/api/ps ollama
+/api ollama
+/nowhere openai
+"""
+
+
+@pytest.mark.parametrize(("path", "provider"), [line.split() for line in BY_PATH.strip().splitlines()])
+def test_provider_for_a_path(path: str, provider: str) -> None:
+    assert registry.provider_for(path) == provider
+
+
+@pytest.mark.parametrize(
+    ("header", "provider"), [("anthropic-version", "anthropic"), ("x-goog-api-key", "gemini"), ("user-agent", "openai")]
+)
+def test_model_listing_by_header(header: str, provider: str) -> None:
+    assert registry.provider_for("/v1/models", {header: "x"}) == provider
+
+
+def test_a_shared_path_is_one_route_decided_per_request() -> None:
+    shared = [spec for spec in registry.ROUTES if spec.provider is None]
+    assert {spec.path for spec in shared} == {"/v1/models", "/v1/models/{rest:path}"}
+    assert len({spec.path for spec in registry.ROUTES}) == len(registry.ROUTES)
+    (models,) = [spec for spec in shared if spec.path == "/v1/models"]
+    assert [name for name, _ in models.claims] == ["openai", "anthropic", "gemini"]
+
+
+def _entry(name: str, *routes: Route) -> ProviderEntry:
+    return ProviderEntry(
+        name="openai" if name == "a" else "ollama",
+        adapter="openai_chat:OpenAIChatAdapter",
+        routes=routes,
+        upstream="http://x",
+        chat_path="/c",
+        recorded="/c$",
+        reader="openai_chat",
+        docs="providers/openai.md",
+    )
+
+
+def test_a_path_shared_by_user_agent() -> None:
+    """How Mistral shares `/v1/chat/completions` with OpenAI: its claim reads the User-Agent."""
+
+    def by_agent(path: str, headers: object) -> bool:
+        assert isinstance(headers, dict)
+        return "mistral-client" in headers.get("user-agent", "")
+
+    table = registry._route_table(
+        (
+            _entry("a", Route("/v1/chat/completions", ("POST",), "chat")),
+            _entry("b", Route("/v1/chat/completions", ("POST",), "chat", when=by_agent)),
+        )
+    )
+    (spec,) = table
+    assert spec.provider is None
+    assert spec.provider_of(spec.path, {"user-agent": "mistral-client-python/1.9"}) == "ollama"
+    assert spec.provider_of(spec.path, {"user-agent": "OpenAI/Python 1.99"}) == "openai"
+
+
+def test_two_defaults_or_two_handlers_for_one_path_are_refused() -> None:
+    with pytest.raises(RegistryError, match="both claim it"):
+        registry._route_table(
+            (_entry("a", Route("/x", ("POST",), "chat")), _entry("b", Route("/x", ("POST",), "chat")))
+        )
+    with pytest.raises(RegistryError, match="differently"):
+        registry._route_table(
+            (_entry("a", Route("/x", ("POST",), "chat")), _entry("b", Route("/x", ("GET",), "models", when=None)))
+        )
+
+
+def test_recorded_chat_paths() -> None:
+    assert registry.recorded_provider("POST", "/proxy/v1/chat/completions") == "openai"
+    assert registry.recorded_provider("POST", "/v1beta/models/gemini-2.5-flash:streamGenerateContent") == "gemini"
+    assert registry.recorded_provider("POST", "/v1beta/models/m:embedContent") is None
+    assert registry.recorded_provider("GET", "/v1/chat/completions") is None
+
+
+def test_upstream_for_openai_also_serves_responses_unless_given() -> None:
+    assert parse_upstreams(["openai=http://a/"])["responses"] == "http://a"
+    assert parse_upstreams(["openai=http://a", "responses=http://b"])["responses"] == "http://b"
+
+
+def test_explain_posts_a_bare_body_to_the_entry_chat_path() -> None:
+    assert registry.chat_path("gemini", {}) == "/v1beta/models/gemini-2.0-flash:generateContent"
+    assert registry.chat_path("gemini", {"model": "models/g"}) == "/v1beta/models/g:generateContent"
+    assert registry.chat_path("anthropic", {"model": "m"}) == "/v1/messages"
+
+
+def test_the_architecture_page_example_is_a_valid_entry() -> None:
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## Adding a provider", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    made = eval(textwrap.dedent(code.group(1)), {"ProviderEntry": ProviderEntry, "Route": Route})
+    chat, embed = registry._route_table((made,))
+    assert (chat.path, chat.handler, embed.inputs) == ("/v2/chat", "chat", "cohere.embed")
+    shared = re.search(r"`(Route\(\"/v1/chat/completions\".*?\))`", section)
+    assert shared is not None
+    route = eval(shared.group(1), {"Route": Route})
+    assert route.when is not None and route.when("/v1/chat/completions", {"user-agent": "mistral-client-python/1"})
