@@ -126,10 +126,10 @@ async def serve_hypercorn(
     finally:
         server.close()  # stop accepting
         await context.terminated.set()  # idle keep-alive connections close; busy ones after their response
-        await _wind_down(connections, grace_s, finish)
+        await wind_down(connections, grace_s, finish)
 
 
-async def _wind_down(tasks: set[asyncio.Task[Any]], grace_s: float, finish: Callable[[], None] | None) -> None:
+async def wind_down(tasks: set[asyncio.Task[Any]], grace_s: float, finish: Callable[[], None] | None) -> None:
     if tasks:
         await asyncio.wait(set(tasks), timeout=max(grace_s, 0.0))
     if tasks and finish is not None:

@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import importlib.util
 import logging
 import os
 import signal
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mockllm.errors import ServerError
+from mockllm.server.granian_server import GRANIAN_MISSING, granian_module, serve_granian
 from mockllm.server.hypercorn_server import FINISH_S, KEEP_ALIVE_S, serve_hypercorn
 from mockllm.server.options import (
     DEFAULT_HANG_LIMIT_S,
@@ -144,16 +146,18 @@ def run(
     """Serve ``library`` (None: the echo responder) until SIGINT/SIGTERM. Prints the listening line
     first on ``out`` (default stdout). Returns the exit code.
 
-    ``server`` is "hypercorn" (the default) or "uvicorn" (the `fast` extra: httptools on uvloop).
-    ``loop`` picks the event loop: "asyncio" or "uvloop"; by default uvloop for Uvicorn and asyncio
-    for Hypercorn (Hypercorn on uvloop is what Hypercorn's own ``uvloop`` worker class runs)."""
+    ``server`` is "hypercorn" (the default), "uvicorn" (the `fast` extra: httptools on uvloop) or
+    "granian" (the `granian` extra: Granian's Rust HTTP server, the app on uvloop where installed).
+    ``loop`` picks the event loop: "asyncio" or "uvloop"; by default uvloop for Uvicorn and Granian
+    and asyncio for Hypercorn (Hypercorn on uvloop is what Hypercorn's own ``uvloop`` worker class runs)."""
     from mockllm.runtime.engine.engine import Engine
     from mockllm.server.app import create_app, server_state
 
-    if server == "uvicorn" and _fast_modules() is None:
-        print(UVICORN_MISSING, file=sys.stderr)
+    missing = server_missing(server)
+    if missing is not None:
+        print(missing, file=sys.stderr)
         return 2
-    chosen_loop = loop or ("uvloop" if server == "uvicorn" and sys.platform != "win32" else "asyncio")
+    chosen_loop = loop or default_loop(server)
     try:
         factory = loop_factory(chosen_loop)
     except ImportError:
@@ -190,6 +194,8 @@ def run(
         try:
             if server == "uvicorn":
                 await serve_uvicorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+            elif server == "granian":
+                await serve_granian(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
             else:
                 await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
         finally:
@@ -215,6 +221,24 @@ def run_until_interrupted(
     finally:
         sock.close()
     return 0
+
+
+def server_missing(server: str) -> str | None:
+    """Why ``server`` cannot run here (its extra is not installed), else None."""
+    if server == "uvicorn" and _fast_modules() is None:
+        return UVICORN_MISSING
+    if server == "granian" and granian_module() is None:
+        return GRANIAN_MISSING
+    return None
+
+
+def default_loop(server: str) -> str:
+    """uvloop for the fast servers where it is installed (Granian installs it where it can), else asyncio."""
+    if server == "hypercorn" or sys.platform == "win32":
+        return "asyncio"
+    if server == "granian" and importlib.util.find_spec("uvloop") is None:
+        return "asyncio"
+    return "uvloop"
 
 
 def _fast_modules() -> Any | None:
@@ -264,8 +288,9 @@ def admin_token(args: argparse.Namespace) -> str | None:
 def serve_command(args: argparse.Namespace) -> int:
     """`mockllm serve [PATH …]`: the entry point the CLI calls."""
     server = getattr(args, "server", "hypercorn") or "hypercorn"
-    if server == "uvicorn" and _fast_modules() is None:
-        print(UVICORN_MISSING, file=sys.stderr)
+    missing = server_missing(server)
+    if missing is not None:
+        print(missing, file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
     logging.getLogger("hypercorn.error").setLevel(logging.WARNING)

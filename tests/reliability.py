@@ -119,10 +119,11 @@ def wait_until(condition: object, timeout: float, interval: float = 0.05) -> boo
 
 
 def servers() -> Sequence[str]:
-    """The servers `mockllm serve` can run here: hypercorn, and uvicorn when the `fast` extra is in."""
-    from mockllm.server.runner import _fast_modules
+    """The servers `mockllm serve` can run here: hypercorn, and uvicorn and granian when their extras
+    (`fast`, `granian`) are in."""
+    from mockllm.server.runner import server_missing
 
-    return ("hypercorn", "uvicorn") if _fast_modules() is not None else ("hypercorn",)
+    return tuple(name for name in ("hypercorn", "uvicorn", "granian") if server_missing(name) is None)
 
 
 MANY_TESTS = """

@@ -1,14 +1,14 @@
-"""The fast serving path (`mockllm serve --server uvicorn`, the `fast` extra) and the performance work
-behind it: every shortcut must send the same bytes as the plain path it replaces.
+"""The fast serving paths (`mockllm serve --server uvicorn`, the `fast` extra; `--server granian`, the
+`granian` extra) and the performance work behind them: every shortcut must send the same bytes as the
+plain path it replaces.
 
-Which branch of the serving test runs depends on this machine: with uvicorn, uvloop and httptools
-installed the fast path must serve; without them it must refuse with one clear line. The refusal is
-also checked on every machine by hiding uvicorn from a child process."""
+Which branch of the serving test runs depends on this machine: with a server's extra installed it
+must serve; without it it must refuse with one clear line. The refusal is also checked on every
+machine by hiding the server's module from a child process."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import re
 import signal
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,9 +29,8 @@ from mockllm.runtime.providers.common import json_bytes
 from mockllm.runtime.providers.openai_chat import _completion_bytes, completion_payload
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.server.responder import header_bytes, response_head
-from mockllm.server.runner import UVICORN_MISSING
+from mockllm.server.runner import GRANIAN_MISSING, UVICORN_MISSING, server_missing
 
-FAST_INSTALLED = all(importlib.util.find_spec(m) is not None for m in ("uvicorn", "uvloop", "httptools"))
 LISTENING = re.compile(r"^mockllm listening on (http://127\.0\.0\.1:\d+)$")
 SCRIPT = """
 scenario "fast":
@@ -42,12 +42,13 @@ scenario "fast":
 """
 BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
 AUTH = {"authorization": "Bearer sk-test"}
-# Run `mockllm serve` with uvicorn made unimportable, whatever this machine has installed.
-HIDE_UVICORN = """
+# Run `mockllm serve` with a module (argv[1]) made unimportable, whatever this machine has installed.
+HIDE_MODULE = """
 import sys
+hidden = sys.argv.pop(1)
 class Hide:
     def find_spec(self, name, path=None, target=None):
-        if name == "uvicorn" or name.startswith("uvicorn."):
+        if name == hidden or name.startswith(hidden + "."):
             raise ModuleNotFoundError(f"No module named {name!r}")
         return None
 sys.meta_path.insert(0, Hide())
@@ -89,24 +90,27 @@ def sse_events(body: bytes) -> list[str]:
     return [e for e in body.decode().split("\n\n") if e]
 
 
-def test_serve_uvicorn_serves_when_installed_and_refuses_clearly_when_not(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("server", "missing"), [("uvicorn", UVICORN_MISSING), ("granian", GRANIAN_MISSING)])
+def test_fast_servers_serve_when_installed_and_refuse_clearly_when_not(
+    tmp_path: Path, server: str, missing: str
+) -> None:
     script = tmp_path / "fast.mockllm"
     script.write_text(SCRIPT)
-    if not FAST_INSTALLED:
+    if server_missing(server) is not None:
         done = subprocess.run(
-            [sys.executable, "-m", "mockllm", "serve", str(script), "--server", "uvicorn", "--port", "0"],
+            [sys.executable, "-m", "mockllm", "serve", str(script), "--server", server, "--port", "0"],
             capture_output=True,
             text=True,
             timeout=60,
         )
         assert done.returncode == 2
         assert done.stdout == ""  # no listening line: nothing was served
-        assert done.stderr.strip() == UVICORN_MISSING
+        assert done.stderr.strip() == missing
         return
-    with serving(script, "--server", "uvicorn") as (proc, url):
+    with serving(script, "--server", server) as (proc, url):
         whole = httpx.post(url + "/v1/chat/completions", json=BODY, headers=AUTH, timeout=10)
         assert whole.status_code == 200
-        assert whole.headers["server"] == "uvicorn"
+        assert whole.headers["server"] == server
         assert whole.headers["x-mockllm-step"] == "fast/hello"
         assert whole.json()["choices"][0]["message"]["content"] == "hello from the fast path"
         streamed = httpx.post(url + "/v1/chat/completions", json={**BODY, "stream": True}, headers=AUTH, timeout=10)
@@ -118,21 +122,29 @@ def test_serve_uvicorn_serves_when_installed_and_refuses_clearly_when_not(tmp_pa
         assert [e["status"] for e in journal] == [200, 200]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0  # a clean exit, not death by the re-raised signal
+        assert proc.stderr is not None
+        assert "Traceback" not in proc.stderr.read()
 
 
-def test_serve_uvicorn_without_uvicorn_says_what_to_install(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("server", "module", "missing", "extra"),
+    [("uvicorn", "uvicorn", UVICORN_MISSING, "fast"), ("granian", "granian", GRANIAN_MISSING, "granian")],
+)
+def test_a_fast_server_without_its_extra_says_what_to_install(
+    tmp_path: Path, server: str, module: str, missing: str, extra: str
+) -> None:
     script = tmp_path / "fast.mockllm"
     script.write_text(SCRIPT)
     done = subprocess.run(
-        [sys.executable, "-c", HIDE_UVICORN, "serve", str(script), "--server", "uvicorn", "--port", "0"],
+        [sys.executable, "-c", HIDE_MODULE, module, "serve", str(script), "--server", server, "--port", "0"],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 2
     assert "listening" not in done.stdout
-    assert done.stderr.strip() == UVICORN_MISSING
-    assert "pip install 'mockllm[fast]'" in UVICORN_MISSING
+    assert done.stderr.strip() == missing
+    assert f"pip install 'mockllm[{extra}]'" in missing
 
 
 # ------------------------------------------------------------------------------------------------

@@ -389,7 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
     p.add_argument("--port", type=_port, default=8080, help="default: 8080; 0 picks a free port")
-    p.add_argument("--server", choices=("hypercorn", "uvicorn"), default="hypercorn", help="default: hypercorn")
+    p.add_argument(
+        "--server", choices=("hypercorn", "uvicorn", "granian"), default="hypercorn", help="default: hypercorn"
+    )
     p.add_argument("--no-auth", action="store_true", help="do not check provider credentials")
     p.add_argument("--lenient", action="store_true", help="do not validate conversation histories")
     p.add_argument(
