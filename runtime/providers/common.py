@@ -324,6 +324,94 @@ def optional_bool(obj: Mapping[str, Any], name: str, at: FieldPath) -> bool | No
     return value if value is None or isinstance(value, bool) else as_bool(value, at.key(name))
 
 
+# ---------------------------------------------------------------- one provider's wording
+
+
+class BodyReader:
+    """Reads a request body and its fields, raising every problem in one provider's own words.
+
+    Paths are plain strings (``messages[2].content``); a field's path is its parent's path and its
+    name (:meth:`join`). The defaults word errors as the functions above do (``"<path>: expected …"``,
+    OpenAI-style codes); a provider whose API words them otherwise subclasses this and overrides the
+    wording methods (:meth:`bad`, :meth:`bad_json`, :meth:`not_object`, :meth:`wrong_type`,
+    :meth:`missing`) and the class attributes, then reads every field through one shared instance."""
+
+    #: how a lone surrogate escape in the body is treated (see :func:`load_json`)
+    surrogates: Surrogates = "reject"
+    #: what the API calls a JSON array in its type errors
+    array_word: str = "an array"
+    #: the ``code`` of every error that names none (Gemini: ``INVALID_ARGUMENT``)
+    code: str | None = None
+
+    # ---- wording
+
+    def bad(self, message: str, param: str | None = None, code: str | None = None) -> ProviderError:
+        """A 400 with ``message`` (``param`` where the API's error shape has one)."""
+        return ProviderError(400, message, code=code or self.code, param=param)
+
+    def kind(self, value: Any) -> str:
+        """The JSON type of ``value`` in the API's words."""
+        return kind(value, array=self.array_word)
+
+    def bad_json(self, problem: str) -> ProviderError:
+        """The body is not JSON; ``problem`` is :func:`load_json`'s message."""
+        return self.bad(problem)
+
+    def not_object(self, value: Any) -> ProviderError:
+        """The body is JSON but not an object."""
+        return self.bad(f"request body must be a JSON object, got {describe(value)}")
+
+    def wrong_type(self, where: str, expected: str, value: Any) -> ProviderError:
+        return wrong_type(FieldPath(where), expected, value)
+
+    def missing(self, where: str) -> ProviderError:
+        return missing(FieldPath(where))
+
+    # ---- reading
+
+    def join(self, where: str, key: str) -> str:
+        """The path of field ``key`` of the object at ``where`` (``""``: the body itself)."""
+        return f"{where}.{key}" if where else key
+
+    def get(self, data: Mapping[str, Any], key: str) -> Any:
+        """Field ``key`` of ``data`` (None when absent); Gemini also accepts its snake_case spelling."""
+        return data.get(key)
+
+    def load_body(self, body: bytes) -> dict[str, Any]:
+        """The body as a JSON object."""
+        try:
+            data = load_json(body, self.surrogates)
+        except ProviderError as e:
+            raise self.bad_json(e.message) from None
+        if not isinstance(data, dict):
+            raise self.not_object(data)
+        return data
+
+    def obj(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.wrong_type(where, "an object", value)
+        return value
+
+    def array(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.wrong_type(where, self.array_word, value)
+        return value
+
+    def opt_str(self, data: Mapping[str, Any], key: str, where: str) -> str | None:
+        """Field ``key`` of the object at ``where``: a string, or None when absent or null."""
+        value = self.get(data, key)
+        if value is not None and not isinstance(value, str):
+            raise self.wrong_type(self.join(where, key), "a string", value)
+        return value
+
+    def req_str(self, data: Mapping[str, Any], key: str, where: str) -> str:
+        """Field ``key`` of the object at ``where``: a string that must be there."""
+        value = self.opt_str(data, key, where)
+        if value is None:
+            raise self.missing(self.join(where, key))
+        return value
+
+
 # ---------------------------------------------------------------- headers
 
 

@@ -12,7 +12,7 @@ from mockllm.runtime.embed.embedder import vector_json
 from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import RenderContext, Rendered
-from mockllm.runtime.providers.gemini import _bad, _get, _list, _load_body, _obj, _opt_str, _target
+from mockllm.runtime.providers.gemini import FIELDS, _get, _target
 from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
@@ -24,16 +24,16 @@ _JSON = "application/json"
 def _content_text(request: dict[str, Any], where: str) -> str:
     content = _get(request, "content")
     if content is None:
-        raise _bad(f"* {where}.content: content is not specified")
-    parts = _list(_get(_obj(content, f"{where}.content"), "parts"), f"{where}.content.parts")
+        raise FIELDS.bad(f"* {where}.content: content is not specified")
+    parts = FIELDS.array(_get(FIELDS.obj(content, f"{where}.content"), "parts"), f"{where}.content.parts")
     texts: list[str] = []
     for j, part in enumerate(parts):
-        text = _opt_str(_obj(part, f"{where}.content.parts[{j}]"), "text", f"{where}.content.parts[{j}]")
+        text = FIELDS.opt_str(FIELDS.obj(part, f"{where}.content.parts[{j}]"), "text", f"{where}.content.parts[{j}]")
         if text is not None:
             texts.append(text)
     text = "\n".join(texts)
     if not text.strip():
-        raise _bad(f"* {where}.content: the content has no text to embed")
+        raise FIELDS.bad(f"* {where}.content: the content has no text to embed")
     return text
 
 
@@ -45,23 +45,23 @@ def _dimensions(request: dict[str, Any], where: str, model: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(f"Invalid value at '{where}.output_dimensionality' (TYPE_INT32), {common.describe(value)}")
+        raise FIELDS.bad(f"Invalid value at '{where}.output_dimensionality' (TYPE_INT32), {common.describe(value)}")
     native = DIMENSIONS.get(model)
     if value < 1 or value > (native if native is not None else MAX_DIMENSIONS):
         top = native if native is not None else MAX_DIMENSIONS
-        raise _bad(f"* {where}.output_dimensionality: must be between 1 and {top}, got {value}")
+        raise FIELDS.bad(f"* {where}.output_dimensionality: must be between 1 and {top}, got {value}")
     return value
 
 
 def _check_model(request: dict[str, Any], where: str, model: str) -> None:
-    named = _opt_str(request, "model", where)
+    named = FIELDS.opt_str(request, "model", where)
     if named is not None and named.removeprefix("models/") != model:
-        raise _bad(f"* {where}.model: '{named}' does not match the model in the URL, 'models/{model}'")
+        raise FIELDS.bad(f"* {where}.model: '{named}' does not match the model in the URL, 'models/{model}'")
 
 
 def parse_embed(http: HttpRequest) -> ChatRequest:
     model = _target(http).model
-    data = _load_body(http.body)
+    data = FIELDS.load_body(http.body)
     where = "EmbedContentRequest"
     _check_model(data, where, model)
     texts = (_content_text(data, where),)
@@ -70,18 +70,18 @@ def parse_embed(http: HttpRequest) -> ChatRequest:
 
 def parse_batch(http: HttpRequest) -> ChatRequest:
     model = _target(http).model
-    data = _load_body(http.body)
+    data = FIELDS.load_body(http.body)
     requests = _get(data, "requests")
     if requests is None or requests == []:
-        raise _bad("* BatchEmbedContentsRequest.requests: requests is not specified")
-    requests = _list(requests, "requests")
+        raise FIELDS.bad("* BatchEmbedContentsRequest.requests: requests is not specified")
+    requests = FIELDS.array(requests, "requests")
     if len(requests) > MAX_BATCH:
-        raise _bad(f"* BatchEmbedContentsRequest.requests: at most {MAX_BATCH} requests can be in one batch")
+        raise FIELDS.bad(f"* BatchEmbedContentsRequest.requests: at most {MAX_BATCH} requests can be in one batch")
     texts: list[str] = []
     dims: int | None = None
     for i, raw in enumerate(requests):
         where = f"BatchEmbedContentsRequest.requests[{i}]"
-        request = _obj(raw, where)
+        request = FIELDS.obj(raw, where)
         _check_model(request, where, model)
         texts.append(_content_text(request, where))
         found = _dimensions(request, where, model)

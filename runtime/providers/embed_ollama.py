@@ -12,7 +12,7 @@ from mockllm.runtime.embed.models import MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
-from mockllm.runtime.providers.ollama import _load_body, _wrong_type
+from mockllm.runtime.providers.ollama import FIELDS
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
@@ -25,7 +25,7 @@ def _model(data: dict[str, Any]) -> str:
     if model is None or model == "":
         raise ProviderError(400, "model is required")
     if not isinstance(model, str):
-        raise _wrong_type("model", "a string", model)
+        raise FIELDS.wrong_type("model", "a string", model)
     return model
 
 
@@ -46,7 +46,7 @@ def _dimensions(data: dict[str, Any]) -> int | None:
     if value is None or value == 0:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _wrong_type("dimensions", "an integer", value)
+        raise FIELDS.wrong_type("dimensions", "an integer", value)
     if value < 0:
         raise ProviderError(400, f"invalid dimensions: must be a positive integer, got {value}")
     if value > MAX_DIMENSIONS:
@@ -55,16 +55,16 @@ def _dimensions(data: dict[str, Any]) -> int | None:
 
 
 def parse_embed(http: HttpRequest) -> ChatRequest:
-    data = _load_body(http.body)
+    data = FIELDS.load_body(http.body)
     texts = _embed_inputs(data.get("input"))
     return inputs_request("ollama", "embeddings", http, _model(data), texts, data, _dimensions(data))
 
 
 def parse_embeddings(http: HttpRequest) -> ChatRequest:
-    data = _load_body(http.body)
+    data = FIELDS.load_body(http.body)
     prompt = data.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
-        raise _wrong_type("prompt", "a string", prompt)
+        raise FIELDS.wrong_type("prompt", "a string", prompt)
     return inputs_request("ollama", "embeddings", http, _model(data), (prompt,) if prompt else (), data)
 
 

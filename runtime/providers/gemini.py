@@ -73,45 +73,32 @@ def _get(data: Mapping[str, Any], camel: str) -> Any:
     return data.get(_snake(camel))
 
 
-def _bad(message: str) -> ProviderError:
-    return ProviderError(400, message, code="INVALID_ARGUMENT")
+class _Fields(common.BodyReader):
+    """Gemini's wording (``Invalid JSON payload received. Invalid value at '<path>': …``), every key
+    in camelCase or snake_case."""
+
+    surrogates = "replace"
+    array_word = "a list"
+    code = "INVALID_ARGUMENT"
+
+    def get(self, data: Mapping[str, Any], key: str) -> Any:
+        return _get(data, key)
+
+    def bad_json(self, problem: str) -> ProviderError:
+        return self.bad(f"Invalid JSON payload received. The {problem}.")
+
+    def not_object(self, value: Any) -> ProviderError:
+        return self.bad(
+            f"Invalid JSON payload received. Expected a JSON object as the request body, got {self.kind(value)}."
+        )
+
+    def wrong_type(self, where: str, expected: str, value: Any) -> ProviderError:
+        return self.bad(
+            f"Invalid JSON payload received. Invalid value at '{where}': expected {expected}, got {self.kind(value)}."
+        )
 
 
-def _kind(value: Any) -> str:
-    return common.kind(value, array="a list")
-
-
-def _wrong_type(where: str, expected: str, value: Any) -> ProviderError:
-    return _bad(f"Invalid JSON payload received. Invalid value at '{where}': expected {expected}, got {_kind(value)}.")
-
-
-def _load_body(body: bytes) -> dict[str, Any]:
-    try:
-        data = common.load_json(body, surrogates="replace")
-    except ProviderError as e:
-        raise _bad(f"Invalid JSON payload received. The {e.message}.") from None
-    if not isinstance(data, dict):
-        raise _bad(f"Invalid JSON payload received. Expected a JSON object as the request body, got {_kind(data)}.")
-    return data
-
-
-def _obj(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _wrong_type(where, "an object", value)
-    return value
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise _wrong_type(where, "a list", value)
-    return value
-
-
-def _opt_str(data: Mapping[str, Any], camel: str, where: str) -> str | None:
-    value = _get(data, camel)
-    if value is not None and not isinstance(value, str):
-        raise _wrong_type(f"{where}.{camel}", "a string", value)
-    return value
+FIELDS = _Fields()
 
 
 # ---- request ----
@@ -140,32 +127,32 @@ def _text_of(content: Any, where: str) -> str:
         return content
     parts = _get(content, "parts") if isinstance(content, dict) else content
     texts = []
-    for j, part in enumerate(_list(parts, f"{where}.parts")):
-        text = _opt_str(_obj(part, f"{where}.parts[{j}]"), "text", f"{where}.parts[{j}]")
+    for j, part in enumerate(FIELDS.array(parts, f"{where}.parts")):
+        text = FIELDS.opt_str(FIELDS.obj(part, f"{where}.parts[{j}]"), "text", f"{where}.parts[{j}]")
         if text is not None:
             texts.append(text)
     return "\n".join(texts)
 
 
 def _function_call(part: Any, where: str) -> ToolCall:
-    call = _obj(part, where)
-    name = _opt_str(call, "name", where)
+    call = FIELDS.obj(part, where)
+    name = FIELDS.opt_str(call, "name", where)
     if not name:
-        raise _bad(f"* GenerateContentRequest.{where}.name: Name cannot be empty.")
+        raise FIELDS.bad(f"* GenerateContentRequest.{where}.name: Name cannot be empty.")
     args = _get(call, "args")
     if args is None:
         args = {}
-    return ToolCall(id=_opt_str(call, "id", where), name=name, arguments=_obj(args, f"{where}.args"))
+    return ToolCall(id=FIELDS.opt_str(call, "id", where), name=name, arguments=FIELDS.obj(args, f"{where}.args"))
 
 
 def _function_response(part: Any, where: str, calls: Sequence[ToolCall]) -> ToolResult:
-    data = _obj(part, where)
-    name = _opt_str(data, "name", where)
+    data = FIELDS.obj(part, where)
+    name = FIELDS.opt_str(data, "name", where)
     if not name:
-        raise _bad(f"* GenerateContentRequest.{where}.name: Name cannot be empty.")
+        raise FIELDS.bad(f"* GenerateContentRequest.{where}.name: Name cannot be empty.")
     response = _get(data, "response")
-    response = _obj({} if response is None else response, f"{where}.response")
-    call_id = _opt_str(data, "id", where)
+    response = FIELDS.obj({} if response is None else response, f"{where}.response")
+    call_id = FIELDS.opt_str(data, "id", where)
     if call_id is None:
         call_id = next((c.id for c in calls if c.name == name and c.id is not None), None)
     inner = response.get("result") if len(response) == 1 else None
@@ -192,21 +179,21 @@ def _messages(contents: list[Any]) -> tuple[Message, ...]:
     previous_role = ""
     for i, raw in enumerate(contents):
         where = f"contents[{i}]"
-        content = _obj(raw, where)
+        content = FIELDS.obj(raw, where)
         role = content.get("role") or "user"
         if role not in ("user", "model"):
-            raise _bad(f"Please use a valid role: user, model. ({where}.role is {json.dumps(role)})")
-        parts = _list(_get(content, "parts"), f"{where}.parts") if _get(content, "parts") is not None else []
+            raise FIELDS.bad(f"Please use a valid role: user, model. ({where}.role is {json.dumps(role)})")
+        parts = FIELDS.array(_get(content, "parts"), f"{where}.parts") if _get(content, "parts") is not None else []
         if not parts:
-            raise _bad(f"* GenerateContentRequest.{where}.parts: contents.parts must not be empty.")
+            raise FIELDS.bad(f"* GenerateContentRequest.{where}.parts: contents.parts must not be empty.")
         texts: list[str] = []
         calls: list[ToolCall] = []
         results: list[ToolResult] = []
         answered = messages[-1].tool_calls if messages and messages[-1].role == "assistant" else ()
         for j, raw_part in enumerate(parts):
             pwhere = f"{where}.parts[{j}]"
-            part = _obj(raw_part, pwhere)
-            text = _opt_str(part, "text", pwhere)
+            part = FIELDS.obj(raw_part, pwhere)
+            text = FIELDS.opt_str(part, "text", pwhere)
             if text is not None and _get(part, "thought") is not True:
                 texts.append(text)
             if (call := _get(part, "functionCall")) is not None:
@@ -257,24 +244,24 @@ def _tools(value: Any) -> tuple[Tool, ...]:
     if value is None:
         return ()
     tools: list[Tool] = []
-    for i, raw in enumerate(_list(value, "tools")):
-        spec = _obj(raw, f"tools[{i}]")
+    for i, raw in enumerate(FIELDS.array(value, "tools")):
+        spec = FIELDS.obj(raw, f"tools[{i}]")
         decls = _get(spec, "functionDeclarations")
         if decls is None:
             continue  # googleSearch, codeExecution, ...: not callable functions
-        for j, raw_decl in enumerate(_list(decls, f"tools[{i}].functionDeclarations")):
+        for j, raw_decl in enumerate(FIELDS.array(decls, f"tools[{i}].functionDeclarations")):
             where = f"tools[{i}].functionDeclarations[{j}]"
-            decl = _obj(raw_decl, where)
-            name = _opt_str(decl, "name", where)
+            decl = FIELDS.obj(raw_decl, where)
+            name = FIELDS.opt_str(decl, "name", where)
             if not name:
-                raise _bad(f"* GenerateContentRequest.{where}.name: Name cannot be empty.")
-            described = _opt_str(decl, "description", where) or ""
+                raise FIELDS.bad(f"* GenerateContentRequest.{where}.name: Name cannot be empty.")
+            described = FIELDS.opt_str(decl, "description", where) or ""
             raw_json = _get(decl, "parametersJsonSchema")
             if raw_json is not None:
-                params = _obj(raw_json, f"{where}.parametersJsonSchema")
+                params = FIELDS.obj(raw_json, f"{where}.parametersJsonSchema")
             else:
                 raw_params = _get(decl, "parameters")
-                params = json_schema(_obj(raw_params, f"{where}.parameters")) if raw_params is not None else {}
+                params = json_schema(FIELDS.obj(raw_params, f"{where}.parameters")) if raw_params is not None else {}
             tools.append(Tool(name=name, description=described, parameters=params))
     return tuple(tools)
 
@@ -298,13 +285,13 @@ def _validate_responses(chat: ChatRequest) -> None:
         calls = before.tool_calls if before is not None and before.role == "assistant" else ()
         where = f"contents[{first.index}]"
         if not calls:
-            raise _bad(
+            raise FIELDS.bad(
                 "Please ensure that function response turn comes immediately after a function call turn. "
                 f"{where} answers {group[0].name!r}, but the turn before it made no function call."
             )
         assert before is not None
         if len(group) != len(calls):
-            raise _bad(
+            raise FIELDS.bad(
                 "Please ensure that the number of function response parts is equal to the number of function "
                 f"call parts of the function call turn. {where} has {len(group)} function response(s) for "
                 f"{len(calls)} function call(s) in contents[{before.index}]."
@@ -315,7 +302,7 @@ def _validate_responses(chat: ChatRequest) -> None:
             match = match or next((c for c in remaining if c.name == result.name), None)
             if match is None:
                 called = ", ".join(repr(c.name) for c in calls)
-                raise _bad(
+                raise FIELDS.bad(
                     f"{where} has a function response for {result.name!r}, but the function call turn "
                     f"contents[{before.index}] called {called}."
                 )
@@ -335,7 +322,7 @@ class GeminiAdapter:
         try:
             return self._parse(http)
         except RecursionError:
-            raise _bad(_TOO_DEEP) from None
+            raise FIELDS.bad(_TOO_DEEP) from None
 
     def _parse(self, http: HttpRequest) -> ChatRequest:
         target = _target(http)
@@ -343,17 +330,17 @@ class GeminiAdapter:
             raise ProviderError(
                 404, f"Method {target.method} is not found for models/{target.model}.", code="NOT_FOUND"
             )
-        data = _load_body(http.body)
+        data = FIELDS.load_body(http.body)
         contents = _get(data, "contents")
         if contents is None:
-            raise _bad("* GenerateContentRequest.contents: contents is not specified")
+            raise FIELDS.bad("* GenerateContentRequest.contents: contents is not specified")
         system = _get(data, "systemInstruction")
         return ChatRequest(
             provider=self.provider,
             endpoint=http.path,
             model=target.model,
             stream=target.method == "streamGenerateContent",
-            messages=_messages(_list(contents, "contents")),
+            messages=_messages(FIELDS.array(contents, "contents")),
             system=_text_of(system, "systemInstruction") if system is not None else "",
             tools=_tools(_get(data, "tools")),
             headers=dict(http.headers),
@@ -492,16 +479,16 @@ def count_tokens(http: HttpRequest, ctx: RenderContext) -> Rendered:
     try:
         return _count_tokens(http)
     except RecursionError:
-        raise _bad(_TOO_DEEP) from None
+        raise FIELDS.bad(_TOO_DEEP) from None
 
 
 def _count_tokens(http: HttpRequest) -> Rendered:
-    data = _load_body(http.body)
+    data = FIELDS.load_body(http.body)
     request = _get(data, "generateContentRequest")
     contents = _get(request, "contents") if isinstance(request, dict) else _get(data, "contents")
     if contents is None:
-        raise _bad("* CountTokensRequest.contents: contents is not specified")
-    _messages(_list(contents, "contents"))  # the same checks generateContent makes
+        raise FIELDS.bad("* CountTokensRequest.contents: contents is not specified")
+    _messages(FIELDS.array(contents, "contents"))  # the same checks generateContent makes
     total = tokens.estimate("".join(_texts(contents)))
     return Rendered(200, _JSON, body=common.json_bytes({"totalTokens": total}))
 

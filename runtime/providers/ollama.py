@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,43 +36,27 @@ def rfc3339(seconds: int, nanoseconds: int = 0) -> str:
     return f"{stamp}.{nanos:09d}Z"
 
 
-def _bad(message: str) -> ProviderError:
-    return ProviderError(400, message)
+class _Fields(common.BodyReader):
+    """Ollama's wording: ``invalid request: <path> must be <type>, got <type>``, no codes."""
+
+    surrogates = "replace"
+
+    def bad_json(self, problem: str) -> ProviderError:
+        return self.bad(f"invalid request: {problem}")
+
+    def not_object(self, value: Any) -> ProviderError:
+        return self.bad(f"invalid request: the body must be a JSON object, got {common.kind(value)}")
+
+    def wrong_type(self, where: str, expected: str, value: Any) -> ProviderError:
+        return self.bad(f"invalid request: {where} must be {expected}, got {common.kind(value)}")
+
+    def load_body(self, body: bytes) -> dict[str, Any]:
+        if not body.strip():
+            raise self.bad("missing request body")
+        return super().load_body(body)
 
 
-def _wrong_type(where: str, expected: str, value: Any) -> ProviderError:
-    return _bad(f"invalid request: {where} must be {expected}, got {common.kind(value)}")
-
-
-def _load_body(body: bytes) -> dict[str, Any]:
-    if not body.strip():
-        raise _bad("missing request body")
-    try:
-        data = common.load_json(body, surrogates="replace")
-    except ProviderError as e:
-        raise _bad(f"invalid request: {e.message}") from None
-    if not isinstance(data, dict):
-        raise _bad(f"invalid request: the body must be a JSON object, got {common.kind(data)}")
-    return data
-
-
-def _opt_str(data: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = data.get(key)
-    if value is not None and not isinstance(value, str):
-        raise _wrong_type(f"{where}.{key}", "a string", value)
-    return value
-
-
-def _obj(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _wrong_type(where, "an object", value)
-    return value
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise _wrong_type(where, "an array", value)
-    return value
+FIELDS = _Fields()
 
 
 def _arguments(value: Any, where: str) -> Any:
@@ -80,19 +64,19 @@ def _arguments(value: Any, where: str) -> Any:
         return {}
     if isinstance(value, str):  # not what Ollama sends, but OpenAI-minded clients do; keep what they meant
         return common.parse_json_arguments(value)
-    return _obj(value, where)
+    return FIELDS.obj(value, where)
 
 
 def _tool_calls(value: Any, where: str) -> tuple[ToolCall, ...]:
     calls = []
-    for j, raw in enumerate(_list(value, where)):
-        call = _obj(raw, f"{where}[{j}]")
-        function = _obj(call.get("function"), f"{where}[{j}].function")
-        name = _opt_str(function, "name", f"{where}[{j}].function")
+    for j, raw in enumerate(FIELDS.array(value, where)):
+        call = FIELDS.obj(raw, f"{where}[{j}]")
+        function = FIELDS.obj(call.get("function"), f"{where}[{j}].function")
+        name = FIELDS.opt_str(function, "name", f"{where}[{j}].function")
         if not name:
-            raise _bad(f"invalid request: {where}[{j}].function.name is required")
+            raise FIELDS.bad(f"invalid request: {where}[{j}].function.name is required")
         arguments = _arguments(function.get("arguments"), f"{where}[{j}].function.arguments")
-        calls.append(ToolCall(id=_opt_str(call, "id", f"{where}[{j}]"), name=name, arguments=arguments))
+        calls.append(ToolCall(id=FIELDS.opt_str(call, "id", f"{where}[{j}]"), name=name, arguments=arguments))
     return tuple(calls)
 
 
@@ -103,17 +87,17 @@ def _messages(value: Any) -> tuple[tuple[Message, ...], str]:
     system: list[str] = []
     open_calls: list[ToolCall] = []  # calls of the latest assistant turn not yet answered, in order
     every_call: dict[str, ToolCall] = {}
-    for i, raw in enumerate(_list(value, "messages")):
+    for i, raw in enumerate(FIELDS.array(value, "messages")):
         where = f"messages[{i}]"
-        message = _obj(raw, where)
+        message = FIELDS.obj(raw, where)
         role_name = message.get("role")
         role = _ROLES.get(role_name) if isinstance(role_name, str) else None
         if role is None:
-            raise _bad(
+            raise FIELDS.bad(
                 f"invalid request: {where}.role must be one of system, user, assistant, tool, "
                 f"got {json.dumps(role_name)}"
             )
-        text = _opt_str(message, "content", where) or ""
+        text = FIELDS.opt_str(message, "content", where) or ""
         if role == "system":
             system.append(text)
         if role == "assistant":
@@ -122,8 +106,8 @@ def _messages(value: Any) -> tuple[tuple[Message, ...], str]:
             every_call.update((c.id, c) for c in calls if c.id is not None)
             messages.append(Message(role="assistant", text=text, tool_calls=calls, index=i))
         elif role == "tool":
-            name = _opt_str(message, "tool_name", where) or _opt_str(message, "name", where)
-            call_id = _opt_str(message, "tool_call_id", where)
+            name = FIELDS.opt_str(message, "tool_name", where) or FIELDS.opt_str(message, "name", where)
+            call_id = FIELDS.opt_str(message, "tool_call_id", where)
             answered = every_call.get(call_id) if call_id is not None else None
             if answered is None:
                 answered = next((c for c in open_calls if c.name == name), None) if name else None
@@ -145,18 +129,22 @@ def _tools(value: Any) -> tuple[Tool, ...]:
     if value is None:
         return ()
     tools = []
-    for i, raw in enumerate(_list(value, "tools")):
-        spec = _obj(raw, f"tools[{i}]")
+    for i, raw in enumerate(FIELDS.array(value, "tools")):
+        spec = FIELDS.obj(raw, f"tools[{i}]")
         if spec.get("type", "function") != "function":
             continue
-        function = _obj(spec.get("function"), f"tools[{i}].function")
-        name = _opt_str(function, "name", f"tools[{i}].function")
+        function = FIELDS.obj(spec.get("function"), f"tools[{i}].function")
+        name = FIELDS.opt_str(function, "name", f"tools[{i}].function")
         if not name:
-            raise _bad(f"invalid request: tools[{i}].function.name is required")
-        description = _opt_str(function, "description", f"tools[{i}].function") or ""
+            raise FIELDS.bad(f"invalid request: tools[{i}].function.name is required")
+        description = FIELDS.opt_str(function, "description", f"tools[{i}].function") or ""
         parameters = function.get("parameters")
         tools.append(
-            Tool(name, description, {} if parameters is None else _obj(parameters, f"tools[{i}].function.parameters"))
+            Tool(
+                name,
+                description,
+                {} if parameters is None else FIELDS.obj(parameters, f"tools[{i}].function.parameters"),
+            )
         )
     return tuple(tools)
 
@@ -168,17 +156,17 @@ class OllamaAdapter:
         return None  # a local Ollama asks for no credentials
 
     def parse(self, http: HttpRequest) -> ChatRequest:
-        data = _load_body(http.body)
+        data = FIELDS.load_body(http.body)
         model = data.get("model")
         if model is None or model == "":
-            raise _bad("model is required")
+            raise FIELDS.bad("model is required")
         if not isinstance(model, str):
-            raise _wrong_type("model", "a string", model)
+            raise FIELDS.wrong_type("model", "a string", model)
         stream = data.get("stream", True)
         if stream is None:
             stream = True
         if not isinstance(stream, bool):
-            raise _wrong_type("stream", "a boolean", stream)
+            raise FIELDS.wrong_type("stream", "a boolean", stream)
         messages, system = _messages(data.get("messages"))
         return ChatRequest(
             provider=self.provider,

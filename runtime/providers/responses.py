@@ -84,52 +84,31 @@ _ERROR_TYPES = {
 }
 
 
-def _bad(message: str, param: str | None = None, code: str | None = "invalid_value") -> ProviderError:
-    return ProviderError(400, message, code=code, param=param)
+class _Fields(common.BodyReader):
+    """OpenAI Responses' wording: ``Invalid type for '<param>': expected …, but got … instead.``, with
+    the field as ``param`` and OpenAI's codes."""
+
+    code = "invalid_value"
+
+    def kind(self, value: Any) -> str:
+        return common.kind(value, integers=True)
+
+    def bad_json(self, problem: str) -> ProviderError:
+        message = f"We could not parse the JSON body of your request: {problem}. The OpenAI API expects a JSON payload."
+        return ProviderError(400, message)
+
+    def not_object(self, value: Any) -> ProviderError:
+        return self.bad(f"Invalid type for the request body: expected an object, but got {self.kind(value)} instead.")
+
+    def wrong_type(self, where: str, expected: str, value: Any) -> ProviderError:
+        message = f"Invalid type for '{where}': expected {expected}, but got {self.kind(value)} instead."
+        return self.bad(message, where, "invalid_type")
+
+    def missing(self, where: str) -> ProviderError:
+        return self.bad(f"Missing required parameter: '{where}'.", where, "missing_required_parameter")
 
 
-def _kind(value: Any) -> str:
-    return common.kind(value, integers=True)
-
-
-def _wrong_type(param: str, expected: str, value: Any) -> ProviderError:
-    return _bad(
-        f"Invalid type for '{param}': expected {expected}, but got {_kind(value)} instead.", param, "invalid_type"
-    )
-
-
-def _missing(param: str) -> ProviderError:
-    return _bad(f"Missing required parameter: '{param}'.", param, "missing_required_parameter")
-
-
-def _load_body(body: bytes) -> dict[str, Any]:
-    try:
-        data = common.load_json(body)
-    except ProviderError as e:
-        raise _bad(
-            f"We could not parse the JSON body of your request: {e.message}. The OpenAI API expects a JSON payload.",
-            None,
-            None,
-        ) from None
-    if not isinstance(data, dict):
-        raise _bad(f"Invalid type for the request body: expected an object, but got {_kind(data)} instead.")
-    return data
-
-
-def _opt_str(data: Mapping[str, Any], key: str, param: str) -> str | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise _wrong_type(param, "a string", value)
-    return value
-
-
-def _req_str(data: Mapping[str, Any], key: str, param: str) -> str:
-    value = _opt_str(data, key, param)
-    if value is None:
-        raise _missing(param)
-    return value
+FIELDS = _Fields()
 
 
 def _parse_arguments(text: str) -> Any:
@@ -141,25 +120,25 @@ def _content_text(content: Any, param: str, allow_refusal: bool = True) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise _wrong_type(param, "a string or an array of content parts", content)
+        raise FIELDS.wrong_type(param, "a string or an array of content parts", content)
     texts: list[str] = []
     for i, part in enumerate(content):
         where = f"{param}[{i}]"
         if not isinstance(part, dict):
-            raise _wrong_type(where, "an object", part)
+            raise FIELDS.wrong_type(where, "an object", part)
         kind = part.get("type")
         if kind is not None and not isinstance(kind, str):
-            raise _wrong_type(f"{where}.type", "a string", kind)
+            raise FIELDS.wrong_type(f"{where}.type", "a string", kind)
         if kind in _TEXT_PARTS:
-            texts.append(_req_str(part, "text", f"{where}.text"))
+            texts.append(FIELDS.req_str(part, "text", where))
         elif kind == "refusal" and allow_refusal:
-            texts.append(_req_str(part, "refusal", f"{where}.refusal"))
+            texts.append(FIELDS.req_str(part, "refusal", where))
         elif kind in _SKIPPED_PARTS:
             continue
         elif kind is None:
-            raise _missing(f"{where}.type")
+            raise FIELDS.missing(f"{where}.type")
         else:
-            raise _bad(
+            raise FIELDS.bad(
                 f"Invalid value for '{where}.type': {json.dumps(kind)}. Supported values are: 'input_text', "
                 "'input_image', 'input_file', 'output_text' and 'refusal'.",
                 f"{where}.type",
@@ -179,7 +158,7 @@ def _parse_input(value: Any) -> _Parsed:
     if isinstance(value, str):
         return _Parsed((Message(role="user", text=value),), ())
     if not isinstance(value, list):
-        raise _wrong_type("input", "a string or an array of input items", value)
+        raise FIELDS.wrong_type("input", "a string or an array of input items", value)
     names: dict[str, str] = {}
     for item in value:
         if isinstance(item, dict) and item.get("type") == "function_call":
@@ -191,29 +170,29 @@ def _parse_input(value: Any) -> _Parsed:
     for i, item in enumerate(value):
         where = f"input[{i}]"
         if not isinstance(item, dict):
-            raise _wrong_type(where, "an object", item)
+            raise FIELDS.wrong_type(where, "an object", item)
         kind = item.get("type", "message" if "role" in item else None)
         if kind is not None and not isinstance(kind, str):
-            raise _wrong_type(f"{where}.type", "a string", kind)
+            raise FIELDS.wrong_type(f"{where}.type", "a string", kind)
         if kind == "message":
-            role_name = _req_str(item, "role", f"{where}.role")
+            role_name = FIELDS.req_str(item, "role", where)
             role = _ROLES.get(role_name)
             if role is None:
-                raise _bad(
+                raise FIELDS.bad(
                     f"Invalid value for '{where}.role': {json.dumps(role_name)}. Supported values are: 'user', "
                     "'assistant', 'system', and 'developer'.",
                     f"{where}.role",
                 )
             if "content" not in item:
-                raise _missing(f"{where}.content")
+                raise FIELDS.missing(f"{where}.content")
             text = _content_text(item["content"], f"{where}.content")
             if role == "system":
                 system.append(text)
             messages.append(Message(role=role, text=text, index=i))
         elif kind == "function_call":
-            call_id = _req_str(item, "call_id", f"{where}.call_id")
-            name = _req_str(item, "name", f"{where}.name")
-            arguments = _req_str(item, "arguments", f"{where}.arguments")
+            call_id = FIELDS.req_str(item, "call_id", where)
+            name = FIELDS.req_str(item, "name", where)
+            arguments = FIELDS.req_str(item, "arguments", where)
             call = ToolCall(id=call_id, name=name, arguments=_parse_arguments(arguments))
             if messages and messages[-1].role == "assistant":
                 last = messages[-1]
@@ -221,18 +200,18 @@ def _parse_input(value: Any) -> _Parsed:
             else:
                 messages.append(Message(role="assistant", tool_calls=(call,), index=i))
         elif kind == "function_call_output":
-            call_id = _req_str(item, "call_id", f"{where}.call_id")
+            call_id = FIELDS.req_str(item, "call_id", where)
             if "output" not in item:
-                raise _missing(f"{where}.output")
+                raise FIELDS.missing(f"{where}.output")
             output = _content_text(item["output"], f"{where}.output", allow_refusal=False)
             result = ToolResult(call_id=call_id, name=names.get(call_id), content=output)
             messages.append(Message(role="tool", tool_result=result, index=i))
         elif kind in _SKIPPED_ITEMS:
             continue
         elif kind is None:
-            raise _missing(f"{where}.type")
+            raise FIELDS.missing(f"{where}.type")
         else:
-            raise _bad(
+            raise FIELDS.bad(
                 f"Invalid value for '{where}.type': {json.dumps(kind)}. Supported values are: 'message', "
                 "'function_call', 'function_call_output', 'reasoning' and 'item_reference'.",
                 f"{where}.type",
@@ -244,22 +223,22 @@ def _parse_tools(value: Any) -> tuple[Tool, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _wrong_type("tools", "an array", value)
+        raise FIELDS.wrong_type("tools", "an array", value)
     tools: list[Tool] = []
     for i, spec in enumerate(value):
         where = f"tools[{i}]"
         if not isinstance(spec, dict):
-            raise _wrong_type(where, "an object", spec)
-        kind = _req_str(spec, "type", f"{where}.type")
+            raise FIELDS.wrong_type(where, "an object", spec)
+        kind = FIELDS.req_str(spec, "type", where)
         if kind != "function":
             continue  # built-in tools (web_search, file_search, ...) are not callable functions
-        name = _req_str(spec, "name", f"{where}.name")
-        description = _opt_str(spec, "description", f"{where}.description") or ""
+        name = FIELDS.req_str(spec, "name", where)
+        description = FIELDS.opt_str(spec, "description", where) or ""
         parameters = spec.get("parameters")
         if parameters is None:
             parameters = {}
         if not isinstance(parameters, dict):
-            raise _wrong_type(f"{where}.parameters", "an object", parameters)
+            raise FIELDS.wrong_type(f"{where}.parameters", "an object", parameters)
         tools.append(Tool(name=name, description=description, parameters=parameters))
     return tuple(tools)
 
@@ -269,7 +248,7 @@ def _instructions(value: Any) -> str | None:
         return value
     if isinstance(value, list):
         return "\n".join(m.text for m in _parse_input(value).messages)
-    raise _wrong_type("instructions", "a string", value)
+    raise FIELDS.wrong_type("instructions", "a string", value)
 
 
 class ResponsesAdapter:
@@ -283,14 +262,14 @@ class ResponsesAdapter:
         return ProviderError(401, _NO_KEY)
 
     def parse(self, http: HttpRequest) -> ChatRequest:
-        data = _load_body(http.body)
-        model = _req_str(data, "model", "model")
+        data = FIELDS.load_body(http.body)
+        model = FIELDS.req_str(data, "model", "")
         stream = data.get("stream")
         if stream is not None and not isinstance(stream, bool):
-            raise _wrong_type("stream", "a boolean", stream)
-        previous = _opt_str(data, "previous_response_id", "previous_response_id")
+            raise FIELDS.wrong_type("stream", "a boolean", stream)
+        previous = FIELDS.opt_str(data, "previous_response_id", "")
         if "input" not in data and previous is None and data.get("instructions") is None:
-            raise _missing("input")
+            raise FIELDS.missing("input")
         instructions = _instructions(data.get("instructions"))
         parsed = _parse_input(data.get("input"))
         system = ((instructions,) if instructions else ()) + parsed.system
@@ -317,10 +296,10 @@ class ResponsesAdapter:
                     seen.add(call.id)
             result = m.tool_result
             if result is not None and result.call_id not in seen:
-                raise _bad(
+                raise ProviderError(
+                    400,
                     f"No tool call found for function call output with call_id {result.call_id} (input[{m.index}]).",
-                    "input",
-                    None,
+                    param="input",
                 )
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
