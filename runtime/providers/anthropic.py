@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     SSE_UTF8_MEDIA,
@@ -286,6 +287,83 @@ _PING = _event({"type": "ping"})
 _DETAILED_CODES = frozenset({"thread_not_found"})
 
 
+class _Framer:
+    """``message_start``; one content block at a time (thinking with its signature, the text -- or the
+    refusal's wording when there is no text --, each ``tool_use`` with ``input_json_delta`` pieces),
+    a ``ping`` after the first block starts; ``message_delta`` with the stop reason and usage;
+    ``message_stop``."""
+
+    def __init__(self, plan: MessagePlan, ctx: RenderContext) -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self.index = 0
+        self.open = False
+
+    def start(self, block: dict[str, Any]) -> list[Frame]:
+        self.open = True
+        frames = [_event({"type": "content_block_start", "index": self.index, "content_block": block})]
+        if self.index == 0:
+            frames.append(_PING)  # the real API pings right after the first block starts
+        return frames
+
+    def delta(self, delta: dict[str, Any], content: bool = True) -> Frame:
+        return _event({"type": "content_block_delta", "index": self.index, "delta": delta}, content=content)
+
+    def stop(self) -> Frame:
+        frame = _event({"type": "content_block_stop", "index": self.index})
+        self.index += 1
+        self.open = False
+        return frame
+
+    def frame(self, event: events.Event) -> list[Frame]:
+        plan = self.plan
+        match event:
+            case events.Start():
+                message: dict[str, Any] = {
+                    "id": anthropic_message_id(self.ctx.response_id),
+                    "type": "message",
+                    "role": "assistant",
+                    "model": plan.model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": _usage(plan) | {"output_tokens": 1},
+                }
+                return [_event({"type": "message_start", "message": message})]
+            case events.ThinkingStart():
+                return self.start({"type": "thinking", "thinking": "", "signature": ""})
+            case events.ThinkingDelta(text=piece):
+                return [self.delta({"type": "thinking_delta", "thinking": piece})]
+            case events.ThinkingEnd(text=thinking):
+                return [self.delta({"type": "signature_delta", "signature": signature(thinking)}, False), self.stop()]
+            case events.TextDelta(text=piece):
+                opening = [] if self.open else self.start({"type": "text", "text": ""})
+                return [*opening, self.delta({"type": "text_delta", "text": piece})]
+            case events.TextEnd():
+                text, _ = _visible_text(plan)
+                if not self.open and not _wants_text_block(plan, text):
+                    return []
+                frames = [] if self.open else self.start({"type": "text", "text": ""})
+                if not plan.text and plan.refusal is not None:  # the refusal's wording, in one piece
+                    frames.append(self.delta({"type": "text_delta", "text": plan.refusal}))
+                return [*frames, self.stop()]
+            case events.ToolCallStart(call=call):
+                frames = self.start(_tool_use(call, {}))
+                if call.arguments is None:  # `tool call NAME null`: Anthropic's input is always an object
+                    frames.append(self.delta({"type": "input_json_delta", "partial_json": "{}"}))
+                return frames
+            case events.ToolArgsDelta(call=call, text=piece) if call.arguments is not None:
+                return [self.delta({"type": "input_json_delta", "partial_json": piece})]
+            case events.ToolCallEnd():
+                return [self.stop()]
+            case events.Usage():
+                delta = {"stop_reason": _stop_reason(plan), "stop_sequence": None}
+                return [_event({"type": "message_delta", "delta": delta, "usage": _delta_usage(plan)})]
+            case events.End():
+                return [_event({"type": "message_stop"})]
+        return []
+
+
 class AnthropicAdapter:
     provider: Provider = "anthropic"
 
@@ -346,7 +424,8 @@ class AnthropicAdapter:
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
-            return stream_response(self._frames(plan, ctx), media_type=SSE_UTF8_MEDIA, headers=_stream_headers(ctx))
+            frames = events.stream_frames(plan, _Framer(plan, ctx), interleave=False)  # blocks never overlap
+            return stream_response(frames, media_type=SSE_UTF8_MEDIA, headers=_stream_headers(ctx))
         content: list[dict[str, Any]] = []
         if plan.thinking is not None:
             content.append({"type": "thinking", "thinking": plan.thinking, "signature": signature(plan.thinking)})
@@ -366,60 +445,6 @@ class AnthropicAdapter:
             "usage": _usage(plan),
         }
         return json_response(payload, headers=_headers(ctx))
-
-    def _frames(self, plan: MessagePlan, ctx: RenderContext) -> list[Frame]:
-        start_usage = _usage(plan) | {"output_tokens": 1}
-        message: dict[str, Any] = {
-            "id": anthropic_message_id(ctx.response_id),
-            "type": "message",
-            "role": "assistant",
-            "model": plan.model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": start_usage,
-        }
-        frames = [_event({"type": "message_start", "message": message})]
-        index = 0
-
-        def block(start: dict[str, Any], deltas: list[dict[str, Any]], content_flags: list[bool]) -> None:
-            nonlocal index
-            frames.append(_event({"type": "content_block_start", "index": index, "content_block": start}))
-            if index == 0:
-                frames.append(_PING)  # the real API pings right after the first block starts
-            for delta, flag in zip(deltas, content_flags, strict=True):
-                frames.append(_event({"type": "content_block_delta", "index": index, "delta": delta}, content=flag))
-            frames.append(_event({"type": "content_block_stop", "index": index}))
-            index += 1
-
-        if plan.thinking is not None:
-            deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(plan.thinking_chunks, plan.thinking)]
-            deltas.append({"type": "signature_delta", "signature": signature(plan.thinking)})
-            block({"type": "thinking", "thinking": "", "signature": ""}, deltas, [True] * (len(deltas) - 1) + [False])
-        text, text_pieces = _visible_text(plan)
-        if _wants_text_block(plan, text):
-            deltas = [{"type": "text_delta", "text": p} for p in text_pieces]
-            block({"type": "text", "text": ""}, deltas, [True] * len(deltas))
-        for call in plan.tool_calls:
-            start = _tool_use(call, {})
-            # `tool call NAME null`: Anthropic's input is always an object, so null arrives as {}
-            chunks = call.argument_chunks if call.arguments is not None else ("{}",)
-            deltas = [
-                {"type": "input_json_delta", "partial_json": p}
-                for p in pieces(chunks, call.arguments_json if call.arguments is not None else "{}")
-            ]
-            block(start, deltas, [True] * len(deltas))
-        frames.append(
-            _event(
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": _stop_reason(plan), "stop_sequence": None},
-                    "usage": _delta_usage(plan),
-                }
-            )
-        )
-        frames.append(_event({"type": "message_stop"}))
-        return frames
 
     def render_error(
         self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None

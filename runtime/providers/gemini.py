@@ -14,11 +14,11 @@ from typing import Any
 
 import attrs
 
-from mockllm.runtime.providers import common
+from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import gemini_response_id
-from mockllm.runtime.reply.plan import MessagePlan
+from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 __all__ = ["GeminiAdapter", "count_tokens", "json_schema", "models_response", "status_name"]
@@ -352,8 +352,8 @@ class GeminiAdapter:
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
-            return Rendered(200, _SSE, headers=_STREAM_HEADERS, frames=_stream(plan, ctx))
-        parts = _thought_parts(plan, whole=True) + (_answer_parts(plan, whole=True) or [{"text": ""}])
+            return Rendered(200, _SSE, headers=_STREAM_HEADERS, frames=events.stream_frames(plan, _Framer(plan, ctx)))
+        parts = _thought_parts(plan) + (_answer_parts(plan) or [{"text": ""}])
         return Rendered(200, _JSON, body=common.json_bytes(_chunk(plan, ctx, parts, final=True)))
 
     def render_error(
@@ -403,19 +403,20 @@ def _chunk(
     }
 
 
-def _thought_parts(plan: MessagePlan, whole: bool) -> list[dict[str, Any]]:
-    thinking = plan.thinking or ""
-    pieces = (thinking,) if whole and thinking else common.pieces(plan.thinking_chunks, thinking)
-    return [{"text": piece, "thought": True} for piece in pieces]
+def _thought_parts(plan: MessagePlan) -> list[dict[str, Any]]:
+    return [{"text": plan.thinking, "thought": True}] if plan.thinking else []
 
 
-def _answer_parts(plan: MessagePlan, whole: bool) -> list[dict[str, Any]]:
-    pieces = (plan.text,) if whole and plan.text else common.pieces(plan.text_chunks, plan.text)
-    parts: list[dict[str, Any]] = [{"text": piece} for piece in pieces]
+def _answer_parts(plan: MessagePlan) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [{"text": plan.text}] if plan.text else []
     if plan.refusal:
         parts.append({"text": plan.refusal})
-    parts.extend({"functionCall": {"name": call.name, "args": _args(call.arguments)}} for call in plan.tool_calls)
+    parts.extend(_call_part(call) for call in plan.tool_calls)
     return parts
+
+
+def _call_part(call: PlannedToolCall) -> dict[str, Any]:
+    return {"functionCall": {"name": call.name, "args": _args(call.arguments)}}
 
 
 def _args(arguments: Any) -> Any:
@@ -430,25 +431,46 @@ def _sse(value: Any) -> bytes:
     return b"data: " + common.json_bytes(value) + b"\r\n\r\n"
 
 
-def _stream(plan: MessagePlan, ctx: RenderContext) -> tuple[Frame, ...]:
+class _Framer:
     """One content part per event; the finish reason rides on the last one (a final empty text part
     when nothing but thinking was said, so the chunk still has text and the turn stays valid). Gemini 3
     models end a function-call answer with such an empty chunk too, as the real API does; every chunk
-    carries usage with the candidates count so far."""
-    thoughts = _thought_parts(plan, whole=False)
-    answer = _answer_parts(plan, whole=False)
-    pieces = [(part, True) for part in thoughts + answer]
-    if not answer or (plan.model.startswith(_GEMINI_3) and "functionCall" in answer[-1]):
-        pieces.append(({"text": ""}, False))
-    total = sum(_size(part) for part in answer) or 1
-    sent = 0
-    frames = []
-    for n, (part, content) in enumerate(pieces):
-        if "thought" not in part:
-            sent += _size(part)
-        chunk = _chunk(plan, ctx, [part], final=n == len(pieces) - 1, answered=sent / total)
-        frames.append(Frame(_sse(chunk), content=content))
-    return tuple(frames)
+    carries usage with the candidates count so far. Calls are sent whole."""
+
+    def __init__(self, plan: MessagePlan, ctx: RenderContext) -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self.thoughts: list[dict[str, Any]] = []
+        self.answer: list[dict[str, Any]] = []
+
+    def frame(self, event: events.Event) -> list[Frame]:
+        match event:
+            case events.ThinkingDelta(text=piece):
+                self.thoughts.append({"text": piece, "thought": True})
+            case events.TextDelta(text=piece):
+                self.answer.append({"text": piece})
+            case events.Refusal(text=refusal) if refusal:
+                self.answer.append({"text": refusal})
+            case events.ToolCallEnd(call=call):
+                self.answer.append(_call_part(call))
+            case events.End():
+                return self._frames()
+        return []
+
+    def _frames(self) -> list[Frame]:
+        plan, answer = self.plan, self.answer
+        parts = [(part, True) for part in self.thoughts + answer]
+        if not answer or (plan.model.startswith(_GEMINI_3) and "functionCall" in answer[-1]):
+            parts.append(({"text": ""}, False))
+        total = sum(_size(part) for part in answer) or 1
+        sent = 0
+        frames = []
+        for n, (part, content) in enumerate(parts):
+            if "thought" not in part:
+                sent += _size(part)
+            chunk = _chunk(plan, self.ctx, [part], final=n == len(parts) - 1, answered=sent / total)
+            frames.append(Frame(_sse(chunk), content=content))
+        return frames
 
 
 _GEMINI_3 = ("gemini-3", "models/gemini-3")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mockllm.runtime.providers import common
+from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Role, Tool, ToolCall, ToolResult
@@ -185,7 +185,7 @@ class OllamaAdapter:
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
-            return Rendered(200, _NDJSON, frames=_stream(plan, ctx))
+            return Rendered(200, _NDJSON, frames=events.stream_frames(plan, _Framer(plan, ctx)))
         message: dict[str, Any] = {"role": "assistant", "content": plan.text + (plan.refusal or "")}
         if plan.thinking:
             message["thinking"] = plan.thinking
@@ -238,34 +238,47 @@ def _call(call: PlannedToolCall, index: int) -> dict[str, Any]:
     return {"function": {"index": index, "name": call.name, "arguments": arguments}}
 
 
-def _stream(plan: MessagePlan, ctx: RenderContext) -> tuple[Frame, ...]:
-    messages: list[dict[str, Any]] = []
-    messages += [
-        {"role": "assistant", "content": "", "thinking": t}
-        for t in common.pieces(plan.thinking_chunks, plan.thinking or "")
-    ]
-    messages += [{"role": "assistant", "content": t} for t in common.pieces(plan.text_chunks, plan.text)]
-    if plan.refusal:
-        messages.append({"role": "assistant", "content": plan.refusal})
-    messages += [
-        {"role": "assistant", "content": "", "tool_calls": [_call(c, i)]} for i, c in enumerate(plan.tool_calls)
-    ]
-    step = _elapsed(plan) // (len(messages) + 1)
-    frames = [
-        common.ndjson_frame(
-            {"model": plan.model, "created_at": rfc3339(ctx.created, n * step), "message": m, "done": False},
-            content=True,
-        )
-        for n, m in enumerate(messages)
-    ]
-    final = {
-        "model": plan.model,
-        "created_at": rfc3339(ctx.created, _elapsed(plan)),
-        "message": {"role": "assistant", "content": ""},
-        **_done(plan),
-    }
-    frames.append(common.ndjson_frame(final))
-    return tuple(frames)
+class _Framer:
+    """NDJSON: one message a piece of thinking or text, the refusal, one a whole tool call; their
+    ``created_at`` spread over the answer's time; then the ``done`` line with the durations."""
+
+    def __init__(self, plan: MessagePlan, ctx: RenderContext) -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self.messages: list[dict[str, Any]] = []
+
+    def frame(self, event: events.Event) -> list[Frame]:
+        match event:
+            case events.ThinkingDelta(text=piece):
+                self.messages.append({"role": "assistant", "content": "", "thinking": piece})
+            case events.TextDelta(text=piece):
+                self.messages.append({"role": "assistant", "content": piece})
+            case events.Refusal(text=refusal) if refusal:
+                self.messages.append({"role": "assistant", "content": refusal})
+            case events.ToolCallEnd(index=i, call=call):
+                self.messages.append({"role": "assistant", "content": "", "tool_calls": [_call(call, i)]})
+            case events.End():
+                return self._frames()
+        return []
+
+    def _frames(self) -> list[Frame]:
+        plan, ctx = self.plan, self.ctx
+        step = _elapsed(plan) // (len(self.messages) + 1)
+        frames = [
+            common.ndjson_frame(
+                {"model": plan.model, "created_at": rfc3339(ctx.created, n * step), "message": m, "done": False},
+                content=True,
+            )
+            for n, m in enumerate(self.messages)
+        ]
+        final = {
+            "model": plan.model,
+            "created_at": rfc3339(ctx.created, _elapsed(plan)),
+            "message": {"role": "assistant", "content": ""},
+            **_done(plan),
+        }
+        frames.append(common.ndjson_frame(final))
+        return frames
 
 
 # ---- other endpoints ----

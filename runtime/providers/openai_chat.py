@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     JSON_MEDIA,
@@ -28,7 +29,6 @@ from mockllm.runtime.providers.common import (
     optional_object,
     optional_str,
     parse_json_arguments,
-    pieces,
     require,
     require_list,
     require_object,
@@ -267,6 +267,60 @@ def _completion_bytes(plan: MessagePlan, ctx: RenderContext) -> bytes:
     return utf8_json(text)
 
 
+class _Framer:
+    """Chat completion chunks: a role chunk, content and refusal deltas, tool-call intros and argument
+    fragments by index, the finish chunk, the usage chunk when asked for, ``[DONE]``."""
+
+    def __init__(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> None:
+        self.plan = plan
+        self.chat = chat
+        self.ctx = ctx
+        self.completion_id = chat_completion_id(ctx.response_id)
+        self.pad = wants_obfuscation(chat)
+
+    def _data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": self.completion_id,
+            "object": "chat.completion.chunk",
+            "created": self.ctx.created,
+            "model": self.plan.model,
+            "system_fingerprint": SYSTEM_FINGERPRINT,
+            "service_tier": "default",
+            "choices": choices,
+        }
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:
+        data = self._data([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+        if self.chat.include_usage:
+            data["usage"] = None
+        if self.pad:
+            piece = delta.get("content") or delta.get("refusal") or ""
+            data["obfuscation"] = obfuscation(piece if isinstance(piece, str) else "")
+        return sse_frame(data, content=content)
+
+    def frame(self, event: events.Event) -> list[Frame]:
+        match event:
+            case events.Start():
+                content = "" if _has_content(self.plan) else None
+                return [self.chunk({"role": "assistant", "content": content, "refusal": None})]
+            case events.TextDelta(text=piece):
+                return [self.chunk({"content": piece}, content=True)]
+            case events.Refusal(text=refusal):
+                return [self.chunk({"refusal": piece}, content=True) for piece in split_words(refusal)]
+            case events.ToolCallStart(index=i, call=call):
+                first = {"index": i, "id": call.id_for("call_"), "type": "function"}
+                return [self.chunk({"tool_calls": [{**first, "function": {"name": call.name, "arguments": ""}}]})]
+            case events.ToolArgsDelta(index=i, text=piece):
+                return [self.chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}, content=True)]
+            case events.Finish(reason=reason):
+                return [self.chunk({}, finish=reason)]
+            case events.Usage() if self.chat.include_usage:
+                return [sse_frame({**self._data([]), "usage": _usage(self.plan)})]
+            case events.End():
+                return [sse_raw_frame("[DONE]")]
+        return []
+
+
 class OpenAIChatAdapter:
     provider: Provider = "openai"
 
@@ -354,68 +408,9 @@ class OpenAIChatAdapter:
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         headers = reply_headers(plan, ctx)
         if chat.stream:
-            return stream_response(self._frames(plan, chat, ctx), media_type=SSE_UTF8_MEDIA, headers=headers)
+            frames = events.stream_frames(plan, _Framer(plan, chat, ctx))
+            return stream_response(frames, media_type=SSE_UTF8_MEDIA, headers=headers)
         return Rendered(status=200, media_type=JSON_MEDIA, headers=headers, body=_completion_bytes(plan, ctx))
-
-    def _frames(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> list[Frame]:
-        completion_id = chat_completion_id(ctx.response_id)
-        pad = wants_obfuscation(chat)
-
-        def chunk(delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:
-            data: dict[str, Any] = {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": ctx.created,
-                "model": plan.model,
-                "system_fingerprint": SYSTEM_FINGERPRINT,
-                "service_tier": "default",
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-            }
-            if chat.include_usage:
-                data["usage"] = None
-            if pad:
-                piece = delta.get("content") or delta.get("refusal") or ""
-                data["obfuscation"] = obfuscation(piece if isinstance(piece, str) else "")
-            return sse_frame(data, content=content)
-
-        first: dict[str, Any] = {"role": "assistant", "content": "" if _has_content(plan) else None, "refusal": None}
-        frames = [chunk(first)]
-        frames += [chunk({"content": piece}, content=True) for piece in pieces(plan.text_chunks, plan.text)]
-        if plan.refusal is not None:
-            frames += [chunk({"refusal": piece}, content=True) for piece in split_words(plan.refusal)]
-
-        def intro(index: int, call: PlannedToolCall) -> Frame:
-            first = {"index": index, "id": call.id_for("call_"), "type": "function"}
-            return chunk({"tool_calls": [{**first, "function": {"name": call.name, "arguments": ""}}]})
-
-        def fragment(index: int, piece: str) -> Frame:
-            return chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, content=True)
-
-        calls = [(i, c, list(pieces(c.argument_chunks, c.arguments_json))) for i, c in enumerate(plan.tool_calls)]
-        if plan.interleave_calls and len(calls) > 1:
-            # `interleave calls`: every call is introduced, then fragments alternate between calls by index
-            frames += [intro(i, c) for i, c, _ in calls]
-            for round_ in range(max(len(p) for _, _, p in calls)):
-                frames += [fragment(i, p[round_]) for i, _, p in calls if round_ < len(p)]
-        else:
-            for i, c, parts in calls:
-                frames.append(intro(i, c))
-                frames += [fragment(i, piece) for piece in parts]
-        frames.append(chunk({}, finish=plan.finish))
-        if chat.include_usage:
-            usage_chunk = {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": ctx.created,
-                "model": plan.model,
-                "system_fingerprint": SYSTEM_FINGERPRINT,
-                "service_tier": "default",
-                "choices": [],
-                "usage": _usage(plan),
-            }
-            frames.append(sse_frame(usage_chunk))
-        frames.append(sse_raw_frame("[DONE]"))
-        return frames
 
     def render_error(
         self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from mockllm.runtime.providers import common
+from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.openai_chat import obfuscation, reply_headers, wants_obfuscation
 from mockllm.runtime.reply import tokens
@@ -305,7 +305,7 @@ class ResponsesAdapter:
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         headers = reply_headers(plan, ctx)
         if chat.stream:
-            return Rendered(200, _SSE, headers=headers, frames=_stream(plan, chat, ctx))
+            return Rendered(200, _SSE, headers=headers, frames=events.stream_frames(plan, _Framer(plan, chat, ctx)))
         output = [item for item, _ in _output(plan, chat, ctx.response_id)]
         return Rendered(
             200, _JSON, headers=headers, body=common.json_bytes(_response(plan, chat, ctx, output, final=True))
@@ -566,86 +566,108 @@ class _Events:
 _PADDED = frozenset({"response.output_text.delta", "response.function_call_arguments.delta"})
 
 
-def _stream(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> tuple[Frame, ...]:
-    rid = ctx.response_id
-    ev = _Events(wants_obfuscation(chat))
-    ev.add("response.created", response=_response(plan, chat, ctx, [], final=False))
-    ev.add("response.in_progress", response=_response(plan, chat, ctx, [], final=False))
-    final = _output(plan, chat, rid)
-    calls = [(index, item, call) for index, (item, call) in enumerate(final) if call is not None]
-    interleave = plan.interleave_calls and len(calls) > 1
-    for index, (item, call) in enumerate(final):
-        if call is not None:
-            if not interleave:
-                _stream_call(ev, call, item, index)
-            elif index == calls[0][0]:
-                _stream_calls_interleaved(ev, calls)
-        elif item["type"] == "reasoning":
-            _stream_reasoning(ev, plan, item, index, _wants_summary(chat))
-        else:
-            _stream_message(ev, plan, item, index)
-    output = [item for item, _ in final]
-    done = _response(plan, chat, ctx, output, final=True)
-    ev.add("response.completed" if done["status"] == "completed" else "response.incomplete", response=done)
-    return tuple(ev.frames)
+class _Framer:
+    """Typed, numbered events: the response created and in progress; each output item added, its
+    parts and deltas (reasoning summary only when asked for; a refusal in one delta), done; the
+    response completed (or incomplete) with the whole output."""
 
+    def __init__(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> None:
+        self.plan = plan
+        self.chat = chat
+        self.ctx = ctx
+        self.ev = _Events(wants_obfuscation(chat))
+        self.final = _output(plan, chat, ctx.response_id)
+        self.summary = _wants_summary(chat)
+        self.reasoning: tuple[int, dict[str, Any]] | None = None
+        self.message: tuple[int, dict[str, Any]] | None = None
+        self.calls: dict[int, tuple[int, dict[str, Any]]] = {}
+        for index, (item, call) in enumerate(self.final):
+            if call is not None:
+                self.calls[len(self.calls)] = (index, item)
+            elif item["type"] == "reasoning":
+                self.reasoning = (index, item)
+            else:
+                self.message = (index, item)
 
-def _stream_reasoning(ev: _Events, plan: MessagePlan, item: dict[str, Any], index: int, summary: bool) -> None:
-    thinking = plan.thinking or ""
-    ids = {"item_id": item["id"], "output_index": index, "summary_index": 0}
-    ev.add("response.output_item.added", output_index=index, item={**item, "summary": []})
-    if not summary:  # the real API streams no summary events unless `reasoning.summary` asked for one
-        ev.add("response.output_item.done", output_index=index, item=item)
-        return
-    ev.add("response.reasoning_summary_part.added", **ids, part={"type": "summary_text", "text": ""})
-    for piece in common.pieces(plan.thinking_chunks, thinking):
-        ev.add("response.reasoning_summary_text.delta", content=True, **ids, delta=piece)
-    ev.add("response.reasoning_summary_text.done", **ids, text=thinking)
-    ev.add("response.reasoning_summary_part.done", **ids, part={"type": "summary_text", "text": thinking})
-    ev.add("response.output_item.done", output_index=index, item=item)
+    def frame(self, event: events.Event) -> list[Frame]:
+        before = len(self.ev.frames)
+        self._add(event)
+        return self.ev.frames[before:]
 
-
-def _stream_message(ev: _Events, plan: MessagePlan, item: dict[str, Any], index: int) -> None:
-    added = {**item, "status": "in_progress", "content": []}
-    ev.add("response.output_item.added", output_index=index, item=added)
-    for part_index, part in enumerate(item["content"]):
-        ids = {"item_id": item["id"], "output_index": index, "content_index": part_index}
-        if part["type"] == "output_text":
-            ev.add("response.content_part.added", **ids, part=_text_part(""))
-            for piece in common.pieces(plan.text_chunks, plan.text):
-                ev.add("response.output_text.delta", content=True, **ids, delta=piece, logprobs=[])
-            ev.add("response.output_text.done", **ids, text=plan.text, logprobs=[])
-        else:
-            ev.add("response.content_part.added", **ids, part={"type": "refusal", "refusal": ""})
-            ev.add("response.refusal.delta", content=True, **ids, delta=part["refusal"])
-            ev.add("response.refusal.done", **ids, refusal=part["refusal"])
-        ev.add("response.content_part.done", **ids, part=part)
-    ev.add("response.output_item.done", output_index=index, item=item)
-
-
-def _stream_calls_interleaved(ev: _Events, calls: list[tuple[int, dict[str, Any], PlannedToolCall]]) -> None:
-    """`interleave calls`: every call's item is added, then the argument deltas alternate between the
-    calls (first piece of each, then the second of each, …), then each call is finished in order."""
-    for index, item, _ in calls:
-        ev.add(
-            "response.output_item.added", output_index=index, item={**item, "arguments": "", "status": "in_progress"}
-        )
-    queues = [list(common.pieces(call.argument_chunks, call.arguments_json)) for _, _, call in calls]
-    for round_ in range(max(len(q) for q in queues)):
-        for (index, item, _), queue in zip(calls, queues, strict=True):
-            if round_ < len(queue):
+    def _add(self, event: events.Event) -> None:
+        ev, plan = self.ev, self.plan
+        match event:
+            case events.Start():
+                ev.add("response.created", response=_response(plan, self.chat, self.ctx, [], final=False))
+                ev.add("response.in_progress", response=_response(plan, self.chat, self.ctx, [], final=False))
+            case events.ThinkingStart() | events.ThinkingDelta() | events.ThinkingEnd() if self.reasoning is not None:
+                self._reasoning(event, *self.reasoning)
+            case events.TextStart() | events.TextDelta() | events.TextEnd() | events.Refusal() if (
+                self.message is not None
+            ):
+                self._message(event, *self.message)
+            case events.ToolCallStart(index=i):
+                index, item = self.calls[i]
+                added = {**item, "arguments": "", "status": "in_progress"}
+                ev.add("response.output_item.added", output_index=index, item=added)
+            case events.ToolArgsDelta(index=i, text=piece):
+                index, item = self.calls[i]
                 ids = {"item_id": item["id"], "output_index": index}
-                ev.add("response.function_call_arguments.delta", content=True, **ids, delta=queue[round_])
-    for index, item, call in calls:
-        ids = {"item_id": item["id"], "output_index": index}
-        ev.add("response.function_call_arguments.done", **ids, arguments=call.arguments_json)
-        ev.add("response.output_item.done", output_index=index, item=item)
+                ev.add("response.function_call_arguments.delta", content=True, **ids, delta=piece)
+            case events.ToolCallEnd(index=i, call=call):
+                index, item = self.calls[i]
+                ids = {"item_id": item["id"], "output_index": index}
+                ev.add("response.function_call_arguments.done", **ids, arguments=call.arguments_json)
+                ev.add("response.output_item.done", output_index=index, item=item)
+            case events.End():
+                output = [item for item, _ in self.final]
+                done = _response(plan, self.chat, self.ctx, output, final=True)
+                ev.add("response.completed" if done["status"] == "completed" else "response.incomplete", response=done)
 
+    def _reasoning(self, event: events.Event, index: int, item: dict[str, Any]) -> None:
+        ev = self.ev
+        ids = {"item_id": item["id"], "output_index": index, "summary_index": 0}
+        match event:
+            case events.ThinkingStart():
+                ev.add("response.output_item.added", output_index=index, item={**item, "summary": []})
+                if self.summary:  # the real API streams no summary events unless `reasoning.summary` asked
+                    ev.add("response.reasoning_summary_part.added", **ids, part={"type": "summary_text", "text": ""})
+            case events.ThinkingDelta(text=piece) if self.summary:
+                ev.add("response.reasoning_summary_text.delta", content=True, **ids, delta=piece)
+            case events.ThinkingEnd(text=thinking):
+                if self.summary:
+                    ev.add("response.reasoning_summary_text.done", **ids, text=thinking)
+                    part = {"type": "summary_text", "text": thinking}
+                    ev.add("response.reasoning_summary_part.done", **ids, part=part)
+                ev.add("response.output_item.done", output_index=index, item=item)
 
-def _stream_call(ev: _Events, call: PlannedToolCall, item: dict[str, Any], index: int) -> None:
-    ev.add("response.output_item.added", output_index=index, item={**item, "arguments": "", "status": "in_progress"})
-    ids = {"item_id": item["id"], "output_index": index}
-    for piece in common.pieces(call.argument_chunks, call.arguments_json):
-        ev.add("response.function_call_arguments.delta", content=True, **ids, delta=piece)
-    ev.add("response.function_call_arguments.done", **ids, arguments=call.arguments_json)
-    ev.add("response.output_item.done", output_index=index, item=item)
+    def _message(self, event: events.Event, index: int, item: dict[str, Any]) -> None:
+        ev = self.ev
+        parts: list[dict[str, Any]] = item["content"]
+        text_part = 0 if parts[0]["type"] == "output_text" else None
+        refusal_part = len(parts) - 1 if parts[-1]["type"] == "refusal" else None
+
+        def ids(part_index: int) -> dict[str, Any]:
+            return {"item_id": item["id"], "output_index": index, "content_index": part_index}
+
+        match event:
+            case events.TextStart():
+                added = {**item, "status": "in_progress", "content": []}
+                ev.add("response.output_item.added", output_index=index, item=added)
+                if text_part is not None:
+                    ev.add("response.content_part.added", **ids(text_part), part=_text_part(""))
+            case events.TextDelta(text=piece) if text_part is not None:
+                ev.add("response.output_text.delta", content=True, **ids(text_part), delta=piece, logprobs=[])
+            case events.TextEnd(text=text):
+                if text_part is not None:
+                    ev.add("response.output_text.done", **ids(text_part), text=text, logprobs=[])
+                    ev.add("response.content_part.done", **ids(text_part), part=parts[text_part])
+                if refusal_part is None:
+                    ev.add("response.output_item.done", output_index=index, item=item)
+            case events.Refusal(text=refusal) if refusal_part is not None:
+                at = ids(refusal_part)
+                ev.add("response.content_part.added", **at, part={"type": "refusal", "refusal": ""})
+                ev.add("response.refusal.delta", content=True, **at, delta=refusal)
+                ev.add("response.refusal.done", **at, refusal=refusal)
+                ev.add("response.content_part.done", **at, part=parts[refusal_part])
+                ev.add("response.output_item.done", output_index=index, item=item)
