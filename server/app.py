@@ -357,39 +357,19 @@ class ProviderEndpoint:
         await send_whole(channel, rendered)
 
     def _render_other(self, handler: str, http: HttpRequest, provider: Provider, ctx: RenderContext) -> Rendered:
-        ids = self.state.model_ids()
-        if handler == "count_tokens":
-            from mockllm.runtime.providers import anthropic
-
-            return anthropic.count_tokens(http, ctx)
-        if handler == "model_path":  # countTokens, or GET /v1/models/{id}
-            if http.path_params.get("method") == "countTokens":
-                from mockllm.runtime.providers import gemini
-
-                return gemini.count_tokens(http, ctx)
+        adapter = self.state.adapter(provider)
+        if handler == "count_tokens" or http.path_params.get("method") == "countTokens":
+            return adapter.count_tokens(http, ctx)
+        if handler in ("models", "tags"):
+            return adapter.models(self.state.model_ids(), ctx)
+        if handler == "model_path":  # GET /v1/models/{id}: every API answers it in OpenAI's shape
             from mockllm.runtime.providers import openai_chat
 
             return openai_chat.model_response(http.path_params["model"], ctx)
-        if handler == "tags":
-            from mockllm.runtime.providers import ollama
+        # handler == "version"
+        from mockllm.runtime.providers import ollama
 
-            return ollama.tags_response(ids, ctx)
-        if handler == "version":
-            from mockllm.runtime.providers import ollama
-
-            return ollama.version_response(ctx)
-        # handler == "models"
-        if provider == "anthropic":
-            from mockllm.runtime.providers import anthropic
-
-            return anthropic.models_response(ids, ctx)
-        if provider == "gemini":
-            from mockllm.runtime.providers import gemini
-
-            return gemini.models_response(ids, ctx)
-        from mockllm.runtime.providers import openai_chat
-
-        return openai_chat.models_response(ids, ctx)
+        return ollama.version_response(ctx)
 
 
 def _model_path_error(method: str, model: str, gmethod: str | None) -> int | None:

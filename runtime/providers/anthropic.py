@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from mockllm.runtime.providers import events
-from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     SSE_UTF8_MEDIA,
     FieldPath,
@@ -364,7 +364,7 @@ class _Framer:
         return []
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(BaseAdapter):
     provider: Provider = "anthropic"
 
     # -------------------------------------------------------------- requests
@@ -464,6 +464,12 @@ class AnthropicAdapter:
 
     def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         return sse_frame({"type": "error", "error": {"type": "api_error", "message": message}}, event="error").data
+
+    def models(self, model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+        return models_response(model_ids, ctx)
+
+    def count_tokens(self, http: HttpRequest, ctx: RenderContext) -> Rendered:
+        return count_tokens(http, ctx)
 
 
 # ---------------------------------------------------------------- other endpoints

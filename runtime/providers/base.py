@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import attrs
@@ -77,3 +78,30 @@ class Adapter(Protocol):
         """The in-band error event sent mid-stream (`stream error "…" after N chunks`); ``sequence`` is
         the number of events sent before it (for APIs that number their events)."""
         ...
+
+    def models(self, model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+        """The API's model listing naming ``model_ids`` (``GET /v1/models``, Gemini's ``models``,
+        Ollama's ``/api/tags``); raises :class:`ProviderError` where the API has none."""
+        ...
+
+    def count_tokens(self, http: HttpRequest, ctx: RenderContext) -> Rendered:
+        """The API's token count of the request body (Anthropic ``count_tokens``, Gemini
+        ``countTokens``); raises :class:`ProviderError` for a bad body, or where the API has none."""
+        ...
+
+
+class BaseAdapter:
+    """What most adapters share: subclass it and write ``check_auth``, ``parse``, ``render``,
+    ``render_error`` and ``stream_error_frame``; override the rest where the API has them."""
+
+    provider: Provider
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        """Accept any history (override to enforce the API's rules on roles and tool results)."""
+        return None
+
+    def models(self, model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+        raise ProviderError(404, f"mockllm: the {self.provider} API has no model listing")
+
+    def count_tokens(self, http: HttpRequest, ctx: RenderContext) -> Rendered:
+        raise ProviderError(404, f"mockllm: the {self.provider} API has no token count")

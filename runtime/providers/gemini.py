@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from mockllm.runtime.providers import common, events
-from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import gemini_response_id
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
@@ -310,7 +310,7 @@ def _validate_responses(chat: ChatRequest) -> None:
         i = j
 
 
-class GeminiAdapter:
+class GeminiAdapter(BaseAdapter):
     provider: Provider = "gemini"
 
     def check_auth(self, http: HttpRequest) -> ProviderError | None:
@@ -366,6 +366,12 @@ class GeminiAdapter:
 
     def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         return _sse({"error": {"code": 500, "message": message, "status": "INTERNAL"}})
+
+    def models(self, model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+        return models_response(model_ids, ctx)
+
+    def count_tokens(self, http: HttpRequest, ctx: RenderContext) -> Rendered:
+        return count_tokens(http, ctx)
 
 
 # ---- response ----

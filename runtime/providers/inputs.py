@@ -11,7 +11,7 @@ texts in ``inputs``, ``operation`` set) and renders the same plan (``vectors`` o
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mockllm.runtime.providers import registry
@@ -77,6 +77,12 @@ class InputsAdapter:
 
     def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         return self.base.stream_error_frame(message, ctx, sequence)
+
+    def models(self, model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+        return self.base.models(model_ids, ctx)
+
+    def count_tokens(self, http: HttpRequest, ctx: RenderContext) -> Rendered:
+        return self.base.count_tokens(http, ctx)
 
 
 _FIXED_PATHS = {spec.path: spec.inputs for spec in registry.ROUTES if spec.inputs is not None and "{" not in spec.path}

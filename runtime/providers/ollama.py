@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mockllm.runtime.providers import common, events
-from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Role, Tool, ToolCall, ToolResult
 
@@ -149,7 +149,7 @@ def _tools(value: Any) -> tuple[Tool, ...]:
     return tuple(tools)
 
 
-class OllamaAdapter:
+class OllamaAdapter(BaseAdapter):
     provider: Provider = "ollama"
 
     def check_auth(self, http: HttpRequest) -> ProviderError | None:
@@ -201,6 +201,9 @@ class OllamaAdapter:
 
     def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         return common.json_bytes({"error": message}) + b"\n"
+
+    def models(self, model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+        return tags_response(model_ids, ctx)
 
 
 # ---- rendering ----

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mockllm.runtime.providers import events
-from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     JSON_MEDIA,
     SSE_UTF8_MEDIA,
@@ -321,7 +321,7 @@ class _Framer:
         return []
 
 
-class OpenAIChatAdapter:
+class OpenAIChatAdapter(BaseAdapter):
     provider: Provider = "openai"
 
     # -------------------------------------------------------------- requests
@@ -428,6 +428,9 @@ class OpenAIChatAdapter:
     def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         error = {"message": message, "type": "server_error", "param": None, "code": None}
         return sse_frame({"error": error}).data
+
+    def models(self, model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
+        return models_response(model_ids, ctx)
 
 
 def _unanswered(index: int | None, ids: list[str]) -> ProviderError:

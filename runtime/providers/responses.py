@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from mockllm.runtime.providers import common, events
-from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.openai_chat import obfuscation, reply_headers, wants_obfuscation
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import hex_id
@@ -251,7 +251,7 @@ def _instructions(value: Any) -> str | None:
     raise FIELDS.wrong_type("instructions", "a string", value)
 
 
-class ResponsesAdapter:
+class ResponsesAdapter(BaseAdapter):
     provider: Provider = "responses"
 
     def check_auth(self, http: HttpRequest) -> ProviderError | None:
