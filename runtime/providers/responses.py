@@ -111,6 +111,14 @@ class _Fields(common.BodyReader):
 FIELDS = _Fields()
 
 
+def _unknown_type(where: str, kind: str | None, supported: str) -> ProviderError:
+    """The error for an item or part whose ``type`` is missing or not one the API knows."""
+    if kind is None:
+        return FIELDS.missing(f"{where}.type")
+    message = f"Invalid value for '{where}.type': {json.dumps(kind)}. Supported values are: {supported}."
+    return FIELDS.bad(message, f"{where}.type")
+
+
 def _parse_arguments(text: str) -> Any:
     return common.parse_json_arguments(text)
 
@@ -133,16 +141,8 @@ def _content_text(content: Any, param: str, allow_refusal: bool = True) -> str:
             texts.append(FIELDS.req_str(part, "text", where))
         elif kind == "refusal" and allow_refusal:
             texts.append(FIELDS.req_str(part, "refusal", where))
-        elif kind in _SKIPPED_PARTS:
-            continue
-        elif kind is None:
-            raise FIELDS.missing(f"{where}.type")
-        else:
-            raise FIELDS.bad(
-                f"Invalid value for '{where}.type': {json.dumps(kind)}. Supported values are: 'input_text', "
-                "'input_image', 'input_file', 'output_text' and 'refusal'.",
-                f"{where}.type",
-            )
+        elif kind not in _SKIPPED_PARTS:
+            raise _unknown_type(where, kind, "'input_text', 'input_image', 'input_file', 'output_text' and 'refusal'")
     return "\n".join(texts)
 
 
@@ -206,16 +206,9 @@ def _parse_input(value: Any) -> _Parsed:
             output = _content_text(item["output"], f"{where}.output", allow_refusal=False)
             result = ToolResult(call_id=call_id, name=names.get(call_id), content=output)
             messages.append(Message(role="tool", tool_result=result, index=i))
-        elif kind in _SKIPPED_ITEMS:
-            continue
-        elif kind is None:
-            raise FIELDS.missing(f"{where}.type")
-        else:
-            raise FIELDS.bad(
-                f"Invalid value for '{where}.type': {json.dumps(kind)}. Supported values are: 'message', "
-                "'function_call', 'function_call_output', 'reasoning' and 'item_reference'.",
-                f"{where}.type",
-            )
+        elif kind not in _SKIPPED_ITEMS:
+            supported = "'message', 'function_call', 'function_call_output', 'reasoning' and 'item_reference'"
+            raise _unknown_type(where, kind, supported)
     return _Parsed(tuple(messages), tuple(system))
 
 
