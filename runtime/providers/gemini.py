@@ -99,6 +99,8 @@ class _Fields(common.BodyReader):
 
 
 FIELDS = _Fields()
+# the names modules built on this one (Vertex) read fields through; all are FIELDS' methods
+_bad, _list, _load_body, _obj, _opt_str = FIELDS.bad, FIELDS.array, FIELDS.load_body, FIELDS.obj, FIELDS.opt_str
 
 
 # ---- request ----
