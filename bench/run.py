@@ -1239,10 +1239,6 @@ in-process. What each change removed:
   one big-integer division per digit and a per-character hex check; two digits per division from a
   table and a regex halve it (about 10 µs per request on this machine). A property test checks the
   same ids come out as digit by digit.
-- **OpenAI stream chunks are assembled.** Each of a stream's chunks repeated the same head (id,
-  created, model, fingerprint); it is written once per stream, and a text chunk's delta goes through
-  the string encoder only: 3–4× less time building a 22-chunk stream's frames (byte-identical to
-  encoding each payload: a property test checks it).
 
 Targets are those of docs/performance.md. Timed unit tests never assert these numbers; this suite does
 not fail on a missed target, it reports it.
