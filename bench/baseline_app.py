@@ -13,7 +13,7 @@ an OpenAI chat request with the same bytes mockllm sends, on the same server wit
 The canned bodies are what `bench/run.py` captured from the running mockllm server (``--reply``,
 ``--stream``, ``--timed``); the copies under ``bench/scenarios/`` are used when none are given.
 
-Run: ``python bench/baseline_app.py [--port 0] [--server hypercorn|uvicorn]``; the first stdout line
+Run: ``python bench/baseline_app.py [--port 0] [--server hypercorn|uvicorn|granian]``; the first stdout line
 is ``baseline listening on http://HOST:PORT``."""
 
 from __future__ import annotations
@@ -198,7 +198,10 @@ def serve(app: Starlette, sock: socket.socket, server: str, loop: str | None = N
         runner = importlib.import_module("mockllm.server.runner")
     except ImportError:
         runner = None
-    chosen = loop or ("uvloop" if server == "uvicorn" else "asyncio")
+    if runner is not None and hasattr(runner, "default_loop"):
+        chosen = loop or runner.default_loop(server)
+    else:
+        chosen = loop or ("uvloop" if server in ("uvicorn", "granian") else "asyncio")
     factory: Callable[[], asyncio.AbstractEventLoop] | None = None
     if chosen == "uvloop":
         try:
@@ -213,6 +216,9 @@ def serve(app: Starlette, sock: socket.socket, server: str, loop: str | None = N
         except ImportError:
             print("baseline: uvicorn with uvloop and httptools is not installed", file=sys.stderr)
             return 2
+    if server == "granian" and (runner is None or not hasattr(runner, "serve_granian")):
+        print("baseline: --server granian needs mockllm's runner (serve_granian)", file=sys.stderr)
+        return 2
 
     async def main() -> None:
         running = asyncio.get_running_loop()
@@ -224,7 +230,9 @@ def serve(app: Starlette, sock: socket.socket, server: str, loop: str | None = N
         async def trigger() -> None:
             await stop.wait()
 
-        if server == "uvicorn":
+        if server == "granian" and runner is not None:
+            await runner.serve_granian(app, sock, trigger)
+        elif server == "uvicorn":
             if runner is not None and hasattr(runner, "serve_uvicorn"):
                 await runner.serve_uvicorn(app, sock, trigger)
             else:
@@ -265,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Bare Starlette baseline for the mockllm benchmark.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--server", choices=("hypercorn", "uvicorn"), default="hypercorn")
+    parser.add_argument("--server", choices=("hypercorn", "uvicorn", "granian"), default="hypercorn")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default=None, help="default: as `mockllm serve`")
     parser.add_argument("--reply", type=Path, default=DEFAULT_REPLY, help="the non-streamed JSON body to return")
     parser.add_argument("--stream", type=Path, default=DEFAULT_STREAM, help="the SSE body to stream")

@@ -9,6 +9,7 @@ machine by hiding the server's module from a child process."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import signal
@@ -27,6 +28,7 @@ from hypothesis import strategies as st
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.common import json_bytes
 from mockllm.runtime.providers.openai_chat import _completion_bytes, completion_payload
+from mockllm.runtime.reply import ids
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.server.responder import header_bytes, response_head
 from mockllm.server.runner import GRANIAN_MISSING, UVICORN_MISSING, server_missing
@@ -229,6 +231,23 @@ def test_assembled_completion_is_byte_identical_to_the_encoded_payload(
     )
     ctx = RenderContext(response_id=response_id, created=created, request_id="req_1")
     assert _completion_bytes(plan, ctx) == json_bytes(completion_payload(plan, ctx))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    number=st.integers(0, 2**256),
+    alphabet=st.sampled_from([ids._B62, ids._B64URL]),
+    length=st.integers(0, 45),
+)
+def test_ids_two_digits_at_a_time_are_the_digits_one_at_a_time(number: int, alphabet: str, length: int) -> None:
+    assert ids._encode(number, alphabet, length) == ids._digits(number, alphabet, length)
+
+
+@given(seed=st.text(alphabet="0123456789abcdefABCDEFxyz", max_size=60))
+def test_ids_read_a_long_lower_case_hex_seed_as_its_number_and_hash_anything_else(seed: str) -> None:
+    hexadecimal = len(seed) >= 32 and all(c in "0123456789abcdef" for c in seed)
+    digest = hashlib.sha256(seed.encode()).hexdigest()
+    assert ids._number(seed) == int(seed if hexadecimal else digest, 16)
 
 
 def test_static_replies_are_resolved_once_and_still_keyed_per_request() -> None:

@@ -13,12 +13,15 @@ base64 characters."""
 from __future__ import annotations
 
 import hashlib
+import re
 
 _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _B64URL = _B62 + "-_"
 
 
-def _encode(number: int, alphabet: str, length: int) -> str:
+def _digits(number: int, alphabet: str, length: int) -> str:
+    """The ``length`` lowest digits of ``number`` in base ``len(alphabet)``, lowest first: the
+    definition :func:`_encode` computes two digits at a time."""
     base = len(alphabet)
     out = []
     for _ in range(length):
@@ -27,9 +30,36 @@ def _encode(number: int, alphabet: str, length: int) -> str:
     return "".join(out)
 
 
+_PAIRS: dict[str, tuple[int, tuple[str, ...]]] = {}
+
+
+def _pairs(alphabet: str) -> tuple[int, tuple[str, ...]]:
+    """``base ** 2`` and every two-digit string, lowest digit first, by its value."""
+    found = _PAIRS.get(alphabet)
+    if found is None:
+        base = len(alphabet)
+        found = (base * base, tuple(alphabet[v % base] + alphabet[v // base] for v in range(base * base)))
+        _PAIRS[alphabet] = found
+    return found
+
+
+def _encode(number: int, alphabet: str, length: int) -> str:
+    """:func:`_digits`, two digits per division (an id is on every response: half the loop)."""
+    square, pairs = _pairs(alphabet)
+    out = []
+    for _ in range((length + 1) // 2):
+        number, pair = divmod(number, square)
+        out.append(pairs[pair])
+    text = "".join(out)
+    return text if len(text) == length else text[:length]
+
+
+_HEX = re.compile(r"[0-9a-f]{32,}")
+
+
 def _number(seed: str) -> int:
     """The number a hex id stands for; any other string (a test's ``"r1"``) is hashed first."""
-    if len(seed) >= 32 and all(c in "0123456789abcdef" for c in seed):
+    if _HEX.fullmatch(seed):
         return int(seed, 16)
     return int(hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest(), 16)
 
