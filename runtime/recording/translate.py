@@ -2,7 +2,9 @@
 
 Conversations are grouped by the keys serving uses (docs/index.md, "How mockllm tells conversations
 apart"): the ``x-mockllm-conversation`` header, else the fingerprint of the opening; a Responses
-request with ``previous_response_id`` continues the conversation whose answer had that id. Each
+request with ``previous_response_id`` (or an Anthropic one continuing a message thread, whose
+``previous_message_id`` the adapter reads into the same field) continues the conversation whose answer
+had that id. Each
 conversation becomes one file holding one scenario whose steps are its requests in order: the
 scenario's ``when:`` names the provider and model, each step's names the new user message (a
 ``contains`` of its first words when long) or the tool results it carries; its reply reproduces what
