@@ -22,7 +22,7 @@ _FINISH: dict[str, FinishReason] = {
 def _blocks(blocks: list[Any], stop: Any, usage: tuple[int, int] | None, rid: Any, chunks: tuple[str, ...]) -> Answer:
     thinking = "".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking")
     calls = tuple(
-        Call(str(b.get("name", "")), parse_arguments(b.get("input")), b.get("id"))
+        Call(str(b.get("name", "")), parse_arguments(b.get("input")), b.get("id"), tuple(b.get("fragments", ())))
         for b in blocks
         if b.get("type") == "tool_use"
     )
@@ -48,7 +48,7 @@ def read(body: bytes, stream: bool) -> Answer:
         usage = (number(u.get("input_tokens")), number(u.get("output_tokens"))) if u else None
         return _blocks(list(data.get("content") or ()), data.get("stop_reason"), usage, data.get("id"), ())
     blocks: dict[int, dict[str, Any]] = {}
-    partial: dict[int, str] = {}
+    partial: dict[int, list[str]] = {}
     chunks: list[str] = []
     stop = None
     tokens_in = tokens_out = 0
@@ -77,7 +77,8 @@ def read(body: bytes, stream: bool) -> Answer:
             elif delta.get("type") == "thinking_delta":
                 block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
             elif delta.get("type") == "input_json_delta":
-                partial[i] = partial.get(i, "") + delta.get("partial_json", "")
+                if delta.get("partial_json"):
+                    partial.setdefault(i, []).append(delta["partial_json"])
         elif kind == "message_delta":
             stop = (data.get("delta") or {}).get("stop_reason") or stop
             u = data.get("usage") or {}
@@ -87,8 +88,9 @@ def read(body: bytes, stream: bool) -> Answer:
                 tokens_in = number(u.get("input_tokens")) or tokens_in
         elif kind == "error":
             error = str((data.get("error") or {}).get("message", "error"))
-    for i, raw in partial.items():
-        blocks[i]["input"] = parse_arguments(raw)
+    for i, pieces in partial.items():
+        blocks[i]["input"] = parse_arguments("".join(pieces))
+        blocks[i]["fragments"] = pieces
     answer = _blocks(
         [blocks[i] for i in sorted(blocks)], stop, (tokens_in, tokens_out) if seen_usage else None, rid, tuple(chunks)
     )

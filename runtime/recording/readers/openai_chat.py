@@ -24,6 +24,10 @@ def _usage(data: Any) -> tuple[int, int] | None:
     return None
 
 
+def _call(name: Any, fragments: list[str], call_id: Any) -> Call:
+    return Call(str(name or ""), parse_arguments("".join(fragments)), call_id, tuple(fragments))
+
+
 def read(body: bytes, stream: bool) -> Answer:
     if not stream:
         data = load_json(body) or {}
@@ -66,10 +70,11 @@ def read(body: bytes, stream: bool) -> Answer:
                 refusal.append(delta["refusal"])
                 events += 1
             for c in delta.get("tool_calls") or ():
-                slot = calls.setdefault(int(c.get("index", 0)), [None, "", None])
+                slot = calls.setdefault(int(c.get("index", 0)), [None, [], None])
                 fn = c.get("function") or {}
                 slot[0] = fn.get("name") or slot[0]
-                slot[1] += fn.get("arguments") or ""
+                if fn.get("arguments"):
+                    slot[1].append(fn["arguments"])
                 slot[2] = c.get("id") or slot[2]
                 events += 1
             if choice.get("finish_reason"):
@@ -77,7 +82,7 @@ def read(body: bytes, stream: bool) -> Answer:
     return Answer(
         text_chunks=tuple(chunks),
         refusal="".join(refusal),
-        calls=tuple(Call(str(n or ""), parse_arguments(a), i) for n, a, i in (calls[k] for k in sorted(calls))),
+        calls=tuple(_call(*calls[k]) for k in sorted(calls)),
         finish=finish,
         usage=usage,
         response_id=response_id,
