@@ -13,40 +13,10 @@ import anthropic
 import pytest
 from anthropic import beta_tool
 from recording_clients import KEY
+from test_e2e_anthropic_threads import SCRIPT
 from test_recording import check_clean, recorder, replay
 
-UPSTREAM = """
-scenario "Ask for the weather":
-    step ask:
-        when:
-            last user message contains "weather"
-            tool result for "get_weather" is absent
-        reply:
-            tool call get_weather {"city": "Rome"}
-            usage 40 in, 9 out
-        always
-
-scenario "Then the time":
-    step time:
-        when:
-            tool result for "get_weather" is present
-            tool result for "get_time" is absent
-        reply:
-            text "Now the time."
-            tool call get_time {"city": "Rome"}
-            usage 61 in, 12 out
-            stream 2 chunks
-        always
-
-scenario "Answer":
-    step answer:
-        when:
-            tool result for "get_time" contains "noon"
-        reply:
-            text "Sunny in Rome at noon."
-            usage 80 in, 7 out
-        always
-"""
+UPSTREAM = SCRIPT  # a weather call, a time call, then the answer
 
 Summary = list[tuple[str, list[tuple[str, Any]], str | None, tuple[int, int]]]
 
