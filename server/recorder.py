@@ -130,7 +130,8 @@ class Recorder:
         query = scope.get("query_string", b"").decode("latin-1")
         provider: Provider = provider_for(path, lower)
         base = self.upstreams[provider]
-        url = base + path + (f"?{query}" if query else "")
+        raw_path = scope.get("raw_path") or path.encode()  # as sent: a signed request (AWS SigV4) signs it
+        url = base + raw_path.decode("latin-1") + (f"?{query}" if query else "")
         forward = [(k, v) for k, v in headers if k.lower() not in _HOP]
         started = time.monotonic()
         request = self.client.build_request(scope["method"], url, headers=forward, content=bytes(body))

@@ -38,7 +38,6 @@ _STOPWORDS = frozenset(
     "a an and are at be can could do does for from hi hello how i in is it me my of on or please tell "
     "that the this to was what when where which who why will with would you your".split()
 )
-_IDS_ON_WIRE = frozenset({"openai", "responses", "anthropic"})  # Gemini and Ollama calls carry no ids
 
 
 @attrs.frozen
@@ -81,7 +80,12 @@ def read_exchange(ex: Exchange) -> Turn | None:
         chat = adapter_for(provider).parse(http)
     except ProviderError:
         return None
-    answer = None if ex.status >= 400 else reader.read(ex.body, chat.stream)
+    if ex.status >= 400:
+        answer = None
+    elif chat.operation == "chat":
+        answer = reader.read(ex.body, chat.stream)
+    else:  # an embedding call on a chat route (Bedrock's invoke with a Titan or Cohere body)
+        answer = embeddings.read(ex.body)
     return Turn(ex, provider, chat, answer)
 
 
@@ -281,7 +285,7 @@ def _reply(turn: Turn, keep_timing: bool) -> n.ReplyBlock:
         out.append(n.Text(answer.text))
     if answer.refusal:
         out.append(n.Refusal(answer.refusal))
-    ids = turn.provider in _IDS_ON_WIRE
+    ids = getattr(READERS.get(turn.provider), "CALL_IDS", False)  # the reader says whether calls carry ids
     out += [n.ToolCall(c.name, c.arguments, c.id if ids else None) for c in answer.calls]
     default = "tool_calls" if answer.calls else "stop"
     if answer.finish is not None and answer.finish != default:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -10,6 +11,7 @@ from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "anthropic"
+CALL_IDS = True  # its tool calls carry ids a script can keep
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -47,6 +49,11 @@ def read(body: bytes, stream: bool) -> Answer:
         u = data.get("usage") or {}
         usage = (number(u.get("input_tokens")), number(u.get("output_tokens"))) if u else None
         return _blocks(list(data.get("content") or ()), data.get("stop_reason"), usage, data.get("id"), ())
+    return read_events(sse_objects(body))
+
+
+def read_events(stream: Iterable[dict[str, Any]]) -> Answer:
+    """The answer of a stream of Messages events (SSE data, or Bedrock's ``chunk`` payloads)."""
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, list[str]] = {}
     chunks: list[str] = []
@@ -56,7 +63,7 @@ def read(body: bytes, stream: bool) -> Answer:
     rid = None
     error = None
     events = 0
-    for data in sse_objects(body):
+    for data in stream:
         kind = data.get("type")
         if kind == "message_start":
             msg = data.get("message") or {}

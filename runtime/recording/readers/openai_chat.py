@@ -8,6 +8,7 @@ from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "openai"
+CALL_IDS = True  # its tool calls carry ids a script can keep
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
     "length": "length",

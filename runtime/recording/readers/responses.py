@@ -11,6 +11,7 @@ from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "responses"
+CALL_IDS = True  # its tool calls carry ids a script can keep
 
 
 def _response(data: dict[str, Any], fragments: dict[int, list[str]] | None = None) -> Answer:
