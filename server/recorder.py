@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mockllm.errors import UsageError
+from mockllm.errors import ServerError, UsageError
 from mockllm.runtime.providers.base import RenderContext
 from mockllm.runtime.providers.registry import ENTRIES
 from mockllm.runtime.recording.exchange import Exchange, Timing
@@ -30,7 +31,7 @@ from mockllm.server.routes import adapter_for, provider_for
 from mockllm.server.runner import bind_socket, run_until_interrupted, stop_on_signals, url_for
 from mockllm.server.script_files import write_script
 
-__all__ = ["PUBLIC_APIS", "Recorder", "parse_upstreams", "record_command"]
+__all__ = ["PUBLIC_APIS", "Recorder", "check_reachable", "named_upstreams", "parse_upstreams", "record_command"]
 
 PUBLIC_APIS: dict[str, str] = {e.name: e.upstream for e in ENTRIES}
 HTTPX_MISSING = "mockllm record: the recording proxy needs httpx: pip install 'mockllm[record]'"
@@ -39,6 +40,37 @@ _HOP = frozenset(
     {"host", "connection", "keep-alive", "transfer-encoding", "content-length", "te", "upgrade", "accept-encoding"}
 )
 _HOP_BACK = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"})
+
+
+def named_upstreams(values: Sequence[str]) -> list[str]:
+    """The upstream URLs ``--upstream`` names explicitly, each once, in order (the public APIs are
+    not among them: the recorder trusts those to be there)."""
+    urls = [value.partition("=")[2] if "://" not in value.partition("=")[0] else value for value in values]
+    return list(dict.fromkeys(url.rstrip("/") for url in urls))
+
+
+def check_reachable(urls: Sequence[str], timeout_s: float = 5.0) -> None:
+    """Open (and close) a TCP connection to each upstream, so a recorder pointed at nothing says so once,
+    at start, rather than answering 502 to every request. Nothing is sent: no credential is needed."""
+    from urllib.parse import urlsplit
+
+    for url in urls:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            socket.create_connection((host, port), timeout=timeout_s).close()
+        except ConnectionRefusedError:
+            reason = "connection refused; is it running?"
+        except socket.gaierror:
+            reason = f"unknown host {host!r}"
+        except TimeoutError:
+            reason = f"no answer within {timeout_s:g} s"
+        except (OSError, ValueError) as exc:
+            reason = str(getattr(exc, "strerror", None) or exc)
+        else:
+            continue
+        raise ServerError(f"record: cannot reach the upstream {url}: {reason}")
 
 
 def parse_upstreams(values: Sequence[str]) -> dict[str, str]:
@@ -98,7 +130,8 @@ class Recorder:
         query = scope.get("query_string", b"").decode("latin-1")
         provider: Provider = provider_for(path, lower)
         base = self.upstreams[provider]
-        url = base + path + (f"?{query}" if query else "")
+        raw_path = scope.get("raw_path") or path.encode()  # as sent: a signed request (AWS SigV4) signs it
+        url = base + raw_path.decode("latin-1") + (f"?{query}" if query else "")
         forward = [(k, v) for k, v in headers if k.lower() not in _HOP]
         started = time.monotonic()
         request = self.client.build_request(scope["method"], url, headers=forward, content=bytes(body))
@@ -184,6 +217,7 @@ def record_command(args: argparse.Namespace) -> int:
         print(HTTPX_MISSING, file=sys.stderr)
         return 1
     upstreams = parse_upstreams(args.upstream)
+    check_reachable(named_upstreams(args.upstream))
     out_dir = Path(args.out)
     recorder = Recorder(out_dir, upstreams, keep_timing=args.keep_timing, timeout_s=args.timeout)
     try:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
@@ -96,25 +97,48 @@ def test_sigkill_keeps_every_completed_exchange(tmp_path: Path, serve_text) -> N
         assert CLIENTS["openai"](server.url, False) == first
 
 
-def test_an_upstream_that_refuses_gives_a_502_in_the_provider_shape(tmp_path: Path) -> None:
-    import socket
-
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again: nobody listens there
-    with recorder(f"http://127.0.0.1:{port}", tmp_path) as (url, proc):
-        r = httpx.post(
-            url + "/v1/messages",
-            headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"},
-            json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
-        )
+        return int(s.getsockname()[1])  # closed again: nobody listens there
+
+
+@pytest.mark.parametrize("form", ["{url}", "anthropic={url}"])
+def test_an_upstream_that_refuses_is_one_line_and_exit_1(tmp_path: Path, form: str) -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    cmd = [sys.executable, "-m", "mockllm", "record", "--port", "0", "--out", str(tmp_path)]
+    r = subprocess.run([*cmd, "--upstream", form.format(url=url)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr == f"mockllm: record: cannot reach the upstream {url}: connection refused; is it running?\n"
+    assert r.stdout == ""  # it never said it was recording
+    assert not tmp_path.exists() or not list(tmp_path.iterdir())
+
+
+def test_an_unknown_upstream_host_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "mockllm", "record", "--port", "0", "--out", str(tmp_path)]
+    r = subprocess.run([*cmd, "--upstream", "http://no-such-host.invalid:1"], capture_output=True, text=True)
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1
+    assert "cannot reach the upstream http://no-such-host.invalid:1: unknown host" in r.stderr
+
+
+def test_an_upstream_that_goes_away_gives_a_502_in_the_provider_shape(tmp_path: Path, serve_text) -> None:
+    with ExitStack() as stack:
+        live = ExitStack()
+        stack.callback(live.close)
+        upstream = live.enter_context(serve_text(""))
+        url, proc = stack.enter_context(recorder(upstream, tmp_path))
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+        headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+        assert httpx.post(url + "/v1/messages", headers=headers, json=body).status_code == 200
+        live.close()  # the upstream stops; the recorder keeps running
+        r = httpx.post(url + "/v1/messages", headers=headers, json=body)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=10)
     assert r.status_code == 502
     assert r.json()["type"] == "error" and "cannot reach the upstream" in r.json()["error"]["message"]
-    assert f"cannot reach the anthropic upstream http://127.0.0.1:{port}" in err
+    assert f"cannot reach the anthropic upstream {upstream}" in err
     assert "Traceback" not in err
-    assert not list(tmp_path.glob("*.mockllm"))
+    assert len(check_clean(tmp_path)) == 1  # the exchange that completed, and not the 502
 
 
 def test_record_without_out_is_a_usage_error() -> None:

@@ -13,9 +13,12 @@ from mockllm.dsl.tree.nodes import FinishReason
 
 @attrs.frozen
 class Call:
+    """A tool call; ``fragments`` are its argument text as a stream delivered it (empty when whole)."""
+
     name: str
     arguments: Any
     id: str | None = None
+    fragments: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -32,6 +35,7 @@ class Answer:
     response_id: str | None = None
     error: str | None = None  # an in-band stream error's message
     events: int = 0
+    vectors: tuple[tuple[float, ...], ...] = ()  # an embedding answer's vectors, one per input
 
     @property
     def text(self) -> str:

@@ -2,7 +2,9 @@
 
 Conversations are grouped by the keys serving uses (docs/index.md, "How mockllm tells conversations
 apart"): the ``x-mockllm-conversation`` header, else the fingerprint of the opening; a Responses
-request with ``previous_response_id`` continues the conversation whose answer had that id. Each
+request with ``previous_response_id`` (or an Anthropic one continuing a message thread, whose
+``previous_message_id`` the adapter reads into the same field) continues the conversation whose answer
+had that id. Each
 conversation becomes one file holding one scenario whose steps are its requests in order: the
 scenario's ``when:`` names the provider and model, each step's names the new user message (a
 ``contains`` of its first words when long) or the tool results it carries; its reply reproduces what
@@ -20,10 +22,11 @@ from mockllm.dsl.tree import nodes as n
 from mockllm.errors import ProviderError
 from mockllm.runtime.engine.conversations import CONVERSATION_HEADER, fingerprint
 from mockllm.runtime.providers.registry import adapter_for, entry
-from mockllm.runtime.recording.answer import Answer, error_message
+from mockllm.runtime.recording import embeddings
+from mockllm.runtime.recording.answer import Answer, error_message, parse_arguments
 from mockllm.runtime.recording.exchange import Exchange
 from mockllm.runtime.recording.readers import READERS, provider_for
-from mockllm.runtime.reply.planner import split_text
+from mockllm.runtime.reply.planner import arguments_text, split_arguments, split_text
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, resolve_tool_names
 
 __all__ = ["Conversation", "Script", "Turn", "conversations", "read_exchange", "scripts"]
@@ -35,7 +38,6 @@ _STOPWORDS = frozenset(
     "a an and are at be can could do does for from hi hello how i in is it me my of on or please tell "
     "that the this to was what when where which who why will with would you your".split()
 )
-_IDS_ON_WIRE = frozenset({"openai", "responses", "anthropic"})  # Gemini and Ollama calls carry no ids
 
 
 @attrs.frozen
@@ -67,7 +69,7 @@ def read_exchange(ex: Exchange) -> Turn | None:
     does not parse (it would not be an LLM call the server can answer)."""
     provider = provider_for(ex.method, ex.path)
     if provider is None:
-        return None
+        return _read_embedding(ex)
     reader = READERS[provider]
     params: dict[str, str] = {}
     if entry(provider).model_methods:  # `…/models/{model}:{method}`
@@ -78,8 +80,24 @@ def read_exchange(ex: Exchange) -> Turn | None:
         chat = adapter_for(provider).parse(http)
     except ProviderError:
         return None
-    answer = None if ex.status >= 400 else reader.read(ex.body, chat.stream)
+    if ex.status >= 400:
+        answer = None
+    elif chat.operation == "chat":
+        answer = reader.read(ex.body, chat.stream)
+    else:  # an embedding call on a chat route (Bedrock's invoke with a Titan or Cohere body)
+        answer = embeddings.read(ex.body)
     return Turn(ex, provider, chat, answer)
+
+
+def _read_embedding(ex: Exchange) -> Turn | None:
+    route = embeddings.embedding_route(ex.method, ex.path)
+    if route is None:
+        return None
+    try:
+        chat = embeddings.parse(route, HttpRequest(ex.method, ex.path, ex.query, ex.headers, ex.request_body))
+    except ProviderError:
+        return None
+    return Turn(ex, chat.provider, chat, None if ex.status >= 400 else embeddings.read(ex.body))
 
 
 def conversations(turns: Iterable[Turn]) -> list[Conversation]:
@@ -95,6 +113,8 @@ def conversations(turns: Iterable[Turn]) -> list[Conversation]:
             key = by_response.get(chat.previous_response_id, "")
         if not key:
             key = fingerprint(chat)
+        if chat.operation != "chat":  # embedding calls: a scenario of their own, in any order
+            key = f"{chat.operation} {key}"
         if key not in groups:
             order.append(key)
             groups[key] = []
@@ -120,14 +140,19 @@ def script(conv: Conversation, keep_timing: bool = False) -> Script:
     steps: list[n.Step] = []
     used: set[str] = set()
     call_names: dict[str, str] = {}
+    inputs = first.chat.operation != "chat"
     for turn in conv.turns:
-        messages = resolve_tool_names(turn.chat.messages)
-        messages = tuple(_named(m, call_names) for m in messages)
         when: list[n.Condition] = []
         if len(providers) > 1:
             when.append(_is("provider", turn.provider))
         if len(models) > 1:
             when.append(_is("model", turn.chat.model))
+        if inputs:  # an embedding call: named by its endpoint and first input
+            when += [_is("endpoint", turn.chat.operation), *_text_condition("input", turn.chat.inputs[:1])]
+            step = "embed_" + ("_".join(_key_words(turn.chat.inputs[0] if turn.chat.inputs else "")) or "input")
+            steps.append(n.Step(_unique(step, used), tuple(when), reply=_reply(turn, keep_timing)))
+            continue
+        messages = tuple(_named(m, call_names) for m in resolve_tool_names(turn.chat.messages))
         results = _trailing_results(messages)
         if results:
             when += [_cond("tool_result", "present", None, name) for name in results]
@@ -138,11 +163,13 @@ def script(conv: Conversation, keep_timing: bool = False) -> Script:
         )
         if turn.answer is not None:
             call_names.update((c.id, c.name) for c in turn.answer.calls if c.id)
-    opening = first.chat.last_user_message() or first.chat.system or first.provider
+    opening = first.chat.last_user_message() or first.chat.system or first.chat.operation
     title = " ".join(opening.split())[:60].strip() or "conversation"
     short = conv.key if re.fullmatch(r"[0-9a-f]{16}", conv.key) else hashlib.sha256(conv.key.encode()).hexdigest()
     name = f"{title} ({short[:8]})"
-    scenario = n.Scenario(name, tags=("recorded",), conditions=tuple(scenario_when), steps=tuple(steps))
+    scenario = n.Scenario(
+        name, tags=("recorded",), order_any=inputs, conditions=tuple(scenario_when), steps=tuple(steps)
+    )
     slug = "_".join(_words(opening)[:6]) or "conversation"
     filename = f"{first.provider}_{slug}_{short[:8]}.mockllm"
     return Script(filename, n.ScriptFile(filename, version=1, scenarios=(scenario,)))
@@ -169,15 +196,21 @@ def _trailing_results(messages: Sequence[Message]) -> list[str]:
 
 def _user_condition(chat: ChatRequest) -> list[n.Condition]:
     text = chat.last_user_message()
-    if text is None:
+    return [] if text is None else _text_condition("last_user_message", (text,))
+
+
+def _text_condition(kind: n.SubjectKind, texts: Sequence[str]) -> list[n.Condition]:
+    """``KIND is "TEXT"``, or a ``contains`` of its first words when it is long (none without text)."""
+    if not texts:
         return []
+    text = texts[0]
     if len(text) <= LONG_MESSAGE and "\n" not in text:
-        return [_is("last_user_message", text)]
+        return [_is(kind, text)]
     first = text.split("\n", 1)[0]
     head = first[:_CONTAINS_CHARS]
     if len(first) > _CONTAINS_CHARS and not first[_CONTAINS_CHARS].isspace() and " " in head.strip():
         head = head.rsplit(" ", 1)[0]  # end on a whole word
-    return [_cond("last_user_message", "contains", head.strip() or text[:_CONTAINS_CHARS])]
+    return [_cond(kind, "contains", head.strip() or text[:_CONTAINS_CHARS])]
 
 
 def _is(kind: n.SubjectKind, value: str) -> n.Condition:
@@ -198,8 +231,12 @@ def _step_name(turn: Turn, tool_turn: bool) -> str:
         if answer is not None and answer.calls:
             return "call_" + _ident(answer.calls[0].name)
         return "answer" if answer is not None else f"error_{turn.exchange.status}"
-    words = [w for w in _words(turn.chat.last_user_message() or "") if w not in _STOPWORDS and len(w) > 1]
-    return "ask_" + ("_".join(words[:2]) or "model")
+    return "ask_" + ("_".join(_key_words(turn.chat.last_user_message() or "")) or "model")
+
+
+def _key_words(text: str) -> list[str]:
+    """The first two words of ``text`` that say something (for a step's name)."""
+    return [w for w in _words(text) if w not in _STOPWORDS and len(w) > 1][:2]
 
 
 def _ident(name: str) -> str:
@@ -232,18 +269,23 @@ def _reply(turn: Turn, keep_timing: bool) -> n.ReplyBlock:
         if retry is not None:
             out.append(n.RetryAfter(_duration(retry)))
         return n.ReplyBlock(tuple(out))
+    if answer.vectors:  # (the checker lets no `usage` line beside vectors: serving estimates the count)
+        return n.ReplyBlock((*out, *(n.Vector(v) for v in answer.vectors)))
     if answer.thinking:
         out.append(n.Thinking(answer.thinking))
     chunks = tuple(c for c in answer.text_chunks if c)
     stream: n.Stream | None = None
-    if turn.chat.stream and len(chunks) > 1:
-        stream = _chunking(answer.text, chunks)
-        out.append(n.Text(answer.text) if stream is not None else n.Chunks(chunks))
+    fragments = [c.fragments for c in answer.calls if c.fragments]
+    explicit = False
+    if turn.chat.stream and (chunks or fragments):
+        stream, explicit = _chunking(answer.text, chunks, fragments)
+    if explicit and chunks:
+        out.append(n.Chunks(chunks))
     elif answer.text:
         out.append(n.Text(answer.text))
     if answer.refusal:
         out.append(n.Refusal(answer.refusal))
-    ids = turn.provider in _IDS_ON_WIRE
+    ids = getattr(READERS.get(turn.provider), "CALL_IDS", False)  # the reader says whether calls carry ids
     out += [n.ToolCall(c.name, c.arguments, c.id if ids else None) for c in answer.calls]
     default = "tool_calls" if answer.calls else "stop"
     if answer.finish is not None and answer.finish != default:
@@ -267,14 +309,40 @@ def _reply(turn: Turn, keep_timing: bool) -> n.ReplyBlock:
 _BY_WORD = n.Stream("word")
 
 
-def _chunking(text: str, chunks: tuple[str, ...]) -> n.Stream | None:
-    """The ``stream`` line that splits ``text`` into exactly ``chunks`` (by word, N chunks, by N
-    characters), or None when only an explicit ``chunks:`` block reproduces them."""
-    candidates = (_BY_WORD, n.Stream("chunks", len(chunks)), n.Stream("characters", len(chunks[0])))
-    for candidate in candidates:
-        if split_text(text, candidate) == chunks:
-            return candidate
-    return None
+def _chunking(text: str, chunks: tuple[str, ...], fragments: Sequence[tuple[str, ...]]) -> tuple[n.Stream | None, bool]:
+    """The ``stream`` line that splits the text into ``chunks`` and each tool call's arguments into its
+    ``fragments`` (by word, N chunks, by N characters: one line governs both), and whether the text
+    needs an explicit ``chunks:`` block because no line splits it the same way as the arguments.
+
+    The arguments are written as compact JSON; fragments that do not join to it, or that no line
+    reproduces, get the line giving the same number of fragments (the client still assembles the
+    same arguments)."""
+    pieces = [f for f in fragments if "".join(f) == _compact("".join(f))]
+    counts = [len(p) for p in (chunks, *pieces) if p]
+    sizes = [len(p[0]) for p in (chunks, *pieces) if p]
+    candidates = [_BY_WORD, *(n.Stream("chunks", k) for k in counts), *(n.Stream("characters", k) for k in sizes)]
+
+    def splits_text(line: n.Stream | None) -> bool:
+        return not chunks or split_text(text, line) == chunks
+
+    def splits_arguments(line: n.Stream) -> bool:
+        return all(split_arguments("".join(p), line) == p for p in pieces)
+
+    for line in candidates:
+        if splits_arguments(line) and splits_text(line):
+            return line, False
+    for line in candidates:
+        if splits_arguments(line) and len(pieces) == len(fragments):
+            return line, True
+    if fragments:
+        line = n.Stream("chunks", len(fragments[0]))
+        return line, not splits_text(line)
+    return None, True
+
+
+def _compact(arguments: str) -> str:
+    """The arguments as a script's ``tool call`` sends them: compact JSON (the raw text if not JSON)."""
+    return arguments_text(parse_arguments(arguments))
 
 
 def _retry_after_ms(ex: Exchange) -> float | None:

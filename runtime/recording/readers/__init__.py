@@ -1,6 +1,7 @@
 """One reader per provider: the answer body (JSON, or the SSE/NDJSON text of a stream) → :class:`Answer`.
 
-Each reader module holds ``PROVIDER`` and ``read(body, stream)``; the request is parsed by the
+Each reader module holds ``PROVIDER``, ``read(body, stream)`` and, when the provider's tool calls carry
+ids a script can keep (``tool call … id "…"``), ``CALL_IDS = True``; the request is parsed by the
 server's own adapter (``registry.adapter_for``), exactly as serving does. The provider registry names each
 provider's reader module (``reader``) and the recorded paths that are its chat requests (``recorded``):
 adding a provider is adding a module here and naming it in its registry entry."""

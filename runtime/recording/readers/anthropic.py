@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -10,6 +11,7 @@ from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "anthropic"
+CALL_IDS = True  # its tool calls carry ids a script can keep
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -22,7 +24,7 @@ _FINISH: dict[str, FinishReason] = {
 def _blocks(blocks: list[Any], stop: Any, usage: tuple[int, int] | None, rid: Any, chunks: tuple[str, ...]) -> Answer:
     thinking = "".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking")
     calls = tuple(
-        Call(str(b.get("name", "")), parse_arguments(b.get("input")), b.get("id"))
+        Call(str(b.get("name", "")), parse_arguments(b.get("input")), b.get("id"), tuple(b.get("fragments", ())))
         for b in blocks
         if b.get("type") == "tool_use"
     )
@@ -47,8 +49,13 @@ def read(body: bytes, stream: bool) -> Answer:
         u = data.get("usage") or {}
         usage = (number(u.get("input_tokens")), number(u.get("output_tokens"))) if u else None
         return _blocks(list(data.get("content") or ()), data.get("stop_reason"), usage, data.get("id"), ())
+    return read_events(sse_objects(body))
+
+
+def read_events(stream: Iterable[dict[str, Any]]) -> Answer:
+    """The answer of a stream of Messages events (SSE data, or Bedrock's ``chunk`` payloads)."""
     blocks: dict[int, dict[str, Any]] = {}
-    partial: dict[int, str] = {}
+    partial: dict[int, list[str]] = {}
     chunks: list[str] = []
     stop = None
     tokens_in = tokens_out = 0
@@ -56,7 +63,7 @@ def read(body: bytes, stream: bool) -> Answer:
     rid = None
     error = None
     events = 0
-    for data in sse_objects(body):
+    for data in stream:
         kind = data.get("type")
         if kind == "message_start":
             msg = data.get("message") or {}
@@ -77,7 +84,8 @@ def read(body: bytes, stream: bool) -> Answer:
             elif delta.get("type") == "thinking_delta":
                 block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
             elif delta.get("type") == "input_json_delta":
-                partial[i] = partial.get(i, "") + delta.get("partial_json", "")
+                if delta.get("partial_json"):
+                    partial.setdefault(i, []).append(delta["partial_json"])
         elif kind == "message_delta":
             stop = (data.get("delta") or {}).get("stop_reason") or stop
             u = data.get("usage") or {}
@@ -87,8 +95,9 @@ def read(body: bytes, stream: bool) -> Answer:
                 tokens_in = number(u.get("input_tokens")) or tokens_in
         elif kind == "error":
             error = str((data.get("error") or {}).get("message", "error"))
-    for i, raw in partial.items():
-        blocks[i]["input"] = parse_arguments(raw)
+    for i, pieces in partial.items():
+        blocks[i]["input"] = parse_arguments("".join(pieces))
+        blocks[i]["fragments"] = pieces
     answer = _blocks(
         [blocks[i] for i in sorted(blocks)], stop, (tokens_in, tokens_out) if seen_usage else None, rid, tuple(chunks)
     )

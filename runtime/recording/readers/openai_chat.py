@@ -8,6 +8,7 @@ from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "openai"
+CALL_IDS = True  # its tool calls carry ids a script can keep
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
     "length": "length",
@@ -22,6 +23,10 @@ def _usage(data: Any) -> tuple[int, int] | None:
     if isinstance(u, dict):
         return number(u.get("prompt_tokens")), number(u.get("completion_tokens"))
     return None
+
+
+def _call(name: Any, fragments: list[str], call_id: Any) -> Call:
+    return Call(str(name or ""), parse_arguments("".join(fragments)), call_id, tuple(fragments))
 
 
 def read(body: bytes, stream: bool) -> Answer:
@@ -66,10 +71,11 @@ def read(body: bytes, stream: bool) -> Answer:
                 refusal.append(delta["refusal"])
                 events += 1
             for c in delta.get("tool_calls") or ():
-                slot = calls.setdefault(int(c.get("index", 0)), [None, "", None])
+                slot = calls.setdefault(int(c.get("index", 0)), [None, [], None])
                 fn = c.get("function") or {}
                 slot[0] = fn.get("name") or slot[0]
-                slot[1] += fn.get("arguments") or ""
+                if fn.get("arguments"):
+                    slot[1].append(fn["arguments"])
                 slot[2] = c.get("id") or slot[2]
                 events += 1
             if choice.get("finish_reason"):
@@ -77,7 +83,7 @@ def read(body: bytes, stream: bool) -> Answer:
     return Answer(
         text_chunks=tuple(chunks),
         refusal="".join(refusal),
-        calls=tuple(Call(str(n or ""), parse_arguments(a), i) for n, a, i in (calls[k] for k in sorted(calls))),
+        calls=tuple(_call(*calls[k]) for k in sorted(calls)),
         finish=finish,
         usage=usage,
         response_id=response_id,

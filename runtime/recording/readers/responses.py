@@ -11,14 +11,16 @@ from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "responses"
+CALL_IDS = True  # its tool calls carry ids a script can keep
 
 
-def _response(data: dict[str, Any]) -> Answer:
+def _response(data: dict[str, Any], fragments: dict[int, list[str]] | None = None) -> Answer:
+    """The answer of a whole response; ``fragments`` are a stream's argument deltas by output index."""
     text: list[str] = []
     refusal: list[str] = []
     thinking: list[str] = []
     calls: list[Call] = []
-    for item in data.get("output") or ():
+    for index, item in enumerate(data.get("output") or ()):
         kind = item.get("type")
         if kind == "message":
             for part in item.get("content") or ():
@@ -27,7 +29,10 @@ def _response(data: dict[str, Any]) -> Answer:
                 elif part.get("type") == "refusal":
                     refusal.append(part.get("refusal", ""))
         elif kind == "function_call":
-            calls.append(Call(str(item.get("name", "")), parse_arguments(item.get("arguments")), item.get("call_id")))
+            pieces = tuple((fragments or {}).get(index, ()))
+            calls.append(
+                Call(str(item.get("name", "")), parse_arguments(item.get("arguments")), item.get("call_id"), pieces)
+            )
         elif kind == "reasoning":
             thinking.extend(s.get("text", "") for s in item.get("summary") or () if isinstance(s, dict))
     finish: FinishReason | None = "tool_calls" if calls else "stop"
@@ -52,6 +57,7 @@ def read(body: bytes, stream: bool) -> Answer:
         data = load_json(body)
         return _response(data if isinstance(data, dict) else {})
     chunks: list[str] = []
+    fragments: dict[int, list[str]] = {}
     final: dict[str, Any] | None = None
     rid = None
     error = None
@@ -60,6 +66,8 @@ def read(body: bytes, stream: bool) -> Answer:
         kind = str(data.get("type", ""))
         if kind == "response.output_text.delta":
             chunks.append(str(data.get("delta", "")))
+        elif kind == "response.function_call_arguments.delta" and data.get("delta"):
+            fragments.setdefault(number(data.get("output_index")), []).append(str(data["delta"]))
         if kind.endswith(".delta"):
             events += 1
         if isinstance(data.get("response"), dict):
@@ -68,7 +76,7 @@ def read(body: bytes, stream: bool) -> Answer:
                 final = data["response"]
         if kind == "error":
             error = str(data.get("message") or (data.get("error") or {}).get("message") or "error")
-    answer = _response(final) if final is not None else Answer(text_chunks=tuple(chunks), response_id=rid)
+    answer = _response(final, fragments) if final is not None else Answer(text_chunks=tuple(chunks), response_id=rid)
     if chunks and "".join(chunks) == answer.text:
         answer = attrs.evolve(answer, text_chunks=tuple(chunks))
     return attrs.evolve(answer, error=error, events=events)
