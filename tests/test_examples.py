@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import cohere
 import httpx
 import httpx2
 import ollama
@@ -40,6 +41,7 @@ OPENAI_MODEL = "gpt-4o"
 ANTHROPIC_MODEL = "claude-mock-1"
 GEMINI_MODEL = "gemini-2.5-flash"
 OLLAMA_MODEL = "llama3.2"
+COHERE_MODEL = "command-a-03-2025"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -77,6 +79,11 @@ def ollama_client(url: str) -> ollama.Client:
     return ollama.Client(host=url, headers=conversation_headers())
 
 
+def cohere_client(url: str, **kw: Any) -> cohere.ClientV2:
+    http = httpx.Client(headers=conversation_headers(), timeout=60)  # the client's way to add headers
+    return cohere.ClientV2(base_url=url, api_key="test", httpx_client=http, **kw)
+
+
 def journal(url: str, conversation: str) -> list[dict[str, Any]]:
     """The server's record of one conversation's requests, oldest first."""
     body = httpx.get(url + "/_mockllm/requests").json()
@@ -96,6 +103,10 @@ def scripted_calls(example: str, step: str) -> list[tuple[str, Any]]:
 
 def openai_tools(*names: str) -> list[Any]:
     return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+
+
+def cohere_tools(*names: str) -> list[Any]:
+    return openai_tools(*names)  # Cohere v2 describes tools as OpenAI does
 
 
 def anthropic_tools(*names: str) -> list[Any]:
@@ -862,6 +873,47 @@ def test_echo_fallback_streams_word_by_word(url: str) -> None:
 def fenced_blocks(language: str) -> list[str]:
     text = COOKBOOK.read_text(encoding="utf-8")
     return re.findall(rf"^```{language}\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cohere_tool_plan.mockllm
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_cohere_tool_plan_round_trip(url: str, stream: bool) -> None:
+    co = cohere_client(url)
+    tools = cohere_tools("get_weather", "get_local_time")
+    messages: list[Any] = [{"role": "user", "content": "Plan my trip to Seville"}]
+
+    first = co.chat(model=COHERE_MODEL, messages=messages, tools=tools)
+    assert first.message.tool_plan == "I will check the weather and the local time in Seville."
+    weather, clock = first.message.tool_calls or []
+    assert json.loads(weather.function.arguments) == {"city": "Seville"}  # type: ignore[union-attr, arg-type]
+    assert clock.function.arguments == "null"  # type: ignore[union-attr]
+    assert scripted_calls("cohere_tool_plan.mockllm", "plan_and_call")[1] == ("get_local_time", {})
+
+    messages.append(first.message)
+    for call in first.message.tool_calls or []:
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "ok"})
+    expected = "Pack for sun: Seville is warm, and it is morning there."
+    if stream:
+        events = list(co.chat_stream(model=COHERE_MODEL, messages=messages, tools=tools))
+        deltas = [e.delta.message.content.text for e in events if e.type == "content-delta"]
+        assert "".join(deltas) == expected and len(deltas) == len(expected.split())
+        return
+    second = co.chat(model=COHERE_MODEL, messages=messages, tools=tools)
+    assert second.message.content[0].text == expected  # type: ignore[index, union-attr]
+
+
+def test_cohere_tool_plan_needs_both_results(url: str) -> None:
+    co = cohere_client(url)
+    messages: list[Any] = [{"role": "user", "content": "Plan my trip to Porto"}]
+    first = co.chat(model=COHERE_MODEL, messages=messages, tools=cohere_tools("get_weather", "get_local_time"))
+    weather = (first.message.tool_calls or [])[0]
+    messages += [first.message, {"role": "tool", "tool_call_id": weather.id, "content": "sunny"}]
+    out = co.chat(model=COHERE_MODEL, messages=messages)  # one result only: the answer step does not match
+    text = "".join(c.text for c in out.message.content or [] if c.type == "text")  # type: ignore[union-attr]
+    assert "Pack for sun" not in text  # the library's echo fallback answered instead
 
 
 def test_cookbook_quotes_every_script_verbatim() -> None:

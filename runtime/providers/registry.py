@@ -64,8 +64,8 @@ class ProviderEntry:
     #: the chat path, at the end)
     recorded: str = attrs.field(default=attrs.Factory(lambda e: re.escape(e.chat_path) + "$", takes_self=True))
     #: module in mockllm.runtime.recording.readers that reads its recorded answers (default: the
-    #: adapter's module name)
-    reader: str = attrs.field(default=attrs.Factory(lambda e: e.adapter.partition(":")[0], takes_self=True))
+    #: adapter's module name); None: no reader yet, so its recorded traffic is not converted
+    reader: str | None = attrs.field(default=attrs.Factory(lambda e: e.adapter.partition(":")[0], takes_self=True))
     docs: str = attrs.field(default=attrs.Factory(lambda e: f"providers/{e.name}.md", takes_self=True))  # docs/…
     #: ``…/models/{model}:METHOD`` operations its "model_path" routes answer, and as what; an "inputs"
     #: method's route is ``NAME.METHOD`` in the ``inputs`` module
@@ -157,6 +157,18 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         upstream="http://localhost:11434",
         prefixes=("/api/",),
         inputs="embed_ollama",
+    ),
+    ProviderEntry(
+        name="cohere",
+        adapter="cohere:CohereAdapter",
+        routes=(
+            Route("/v2/chat", ("POST",), "chat"),
+            Route("/v2/embed", ("POST",), "inputs", "cohere.embed"),
+        ),
+        upstream="https://api.cohere.com",
+        prefixes=("/v2/",),
+        inputs="embed_cohere",
+        reader=None,  # the recording reader comes with `mockllm record` support
     ),
 )
 
@@ -273,7 +285,7 @@ def recorded_provider(method: str, path: str) -> Provider | None:
     if method != "POST":
         return None
     for e in ENTRIES:
-        if re.search(e.recorded, path):
+        if e.reader is not None and re.search(e.recorded, path):
             return e.name
     return None
 
