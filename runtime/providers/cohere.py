@@ -55,6 +55,7 @@ FINISH: dict[FinishReason, str] = {
 NO_KEY_MESSAGE = "no api key supplied"
 _ROOT = FieldPath()
 _CONTENT = "a string or an array of content parts"
+_TOOL_PARTS = ("text", "document")
 
 
 def uuid_for(seed: str) -> str:
@@ -84,10 +85,10 @@ def argument_pieces(call: PlannedToolCall) -> tuple[str, ...]:
 # ---------------------------------------------------------------- parsing
 
 
-def _part_text(value: Any, path: FieldPath, *, nullable: bool = False) -> str:
-    """A message's text: a string, or its ``text`` parts joined with "\\n" (image, thinking and
-    document parts carry no text of the message; a tool's document parts are read by
-    :func:`_tool_text`)."""
+def _part_text(value: Any, path: FieldPath, *, nullable: bool = False, tool: bool = False) -> str:
+    """A message's text: a string, or its ``text`` parts joined with "\\n" (image and thinking parts
+    carry no text). In a tool result (``tool``) parts are ``text`` or ``document``, whose ``data`` (a
+    string, or an object written as JSON) is read as text."""
     if value is None and nullable:
         return ""
     if isinstance(value, str):
@@ -96,27 +97,12 @@ def _part_text(value: Any, path: FieldPath, *, nullable: bool = False) -> str:
         raise wrong_type(path, _CONTENT, value)
     texts: list[str] = []
     for at, part in objects(value, path):
-        if require_str(part, "type", at) == "text":
-            texts.append(require_str(part, "text", at))
-    return "\n".join(texts)
-
-
-def _tool_text(value: Any, path: FieldPath) -> str:
-    """A tool result: a string, or its ``text`` parts and ``document`` parts' data (a string, or an
-    object written as JSON) joined with "\\n"."""
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, list):
-        raise wrong_type(path, _CONTENT, value)
-    texts: list[str] = []
-    for at, part in objects(value, path):
-        kind = one_of(require(part, "type", at), ("text", "document"), at.key("type"))
+        kind = one_of(require(part, "type", at), _TOOL_PARTS, at.key("type")) if tool else require_str(part, "type", at)
         if kind == "text":
             texts.append(require_str(part, "text", at))
-            continue
-        document = require_object(part, "document", at)
-        data = require(document, "data", at.key("document"))
-        texts.append(data if isinstance(data, str) else json_text(data))
+        elif kind == "document":
+            data = require(require_object(part, "document", at), "data", at.key("document"))
+            texts.append(data if isinstance(data, str) else json_text(data))
     return "\n".join(texts)
 
 
@@ -164,7 +150,7 @@ def _messages(raw: list[Any], path: FieldPath) -> tuple[list[Message], list[str]
             messages.append(Message("assistant", text or plan or "", tool_calls=calls, index=i))
         else:
             call = require_str(obj, "tool_call_id", at)
-            text = _tool_text(require(obj, "content", at), at.key("content"))
+            text = _part_text(require(obj, "content", at), at.key("content"), tool=True)
             messages.append(Message("tool", text, tool_result=ToolResult(call, names.get(call), text), index=i))
     return messages, system
 
