@@ -114,7 +114,7 @@ def _packed(vector: Sequence[float], signed: bool) -> list[int]:
     return out
 
 
-def _encoded(kind: str, vector: Sequence[float]) -> str:
+def encoded(kind: str, vector: Sequence[float]) -> str:
     """One vector as ``kind``: int8 and uint8 scale the largest magnitude to the end of the range."""
     if kind == "float":
         return vector_json(vector)
@@ -130,9 +130,7 @@ def _encoded(kind: str, vector: Sequence[float]) -> str:
 
 def render_embed(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
     kinds = embedding_types(chat.body)
-    arrays = ",".join(
-        f"{json_text(kind)}:[" + ",".join(_encoded(kind, v) for v in plan.vectors) + "]" for kind in kinds
-    )
+    arrays = ",".join(f"{json_text(kind)}:[" + ",".join(encoded(kind, v) for v in plan.vectors) + "]" for kind in kinds)
     meta = {"api_version": {"version": "2"}, "billed_units": {"input_tokens": plan.input_tokens}}
     body = (
         f'{{"id":{json_text(uuid_for(ctx.response_id))},"embeddings":{{{arrays}}},"texts":{json_text(list(chat.inputs))},'
