@@ -18,51 +18,19 @@ import cohere
 import httpx
 import jsonschema
 import pytest
+from provider_cases import WEATHER, ask, tool_loop
+
+from mockllm.runtime.embed.embedder import cosine
 
 ServeText = Callable[..., AbstractContextManager[str]]
 MODEL = "command-a-03-2025"
 CALL_ID = re.compile(r"[a-z_]+_[a-z0-9]{12}")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-WEATHER: Any = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather for a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        },
-    }
-]
-
-TOOL_LOOP = """
-scenario "Cohere weather":
-    when:
-        provider is cohere
-    step ask:
-        when:
-            last user message contains "weather in"
-        capture city from last user message /weather in (\\w+)/
-        reply:
-            text "I will look up the weather in {{city}}."
-            tool call get_weather {"city": "{{city}}"}
-            usage 30 in, 12 out
-
-    step answer:
-        when:
-            tool result for "get_weather" contains "sunny"
-        reply:
-            text "It is sunny in {{city}}."
-            stream by word
-            usage 50 in, 6 out
-"""
+TOOL_LOOP = tool_loop("cohere", "I will look up the weather in {{city}}.", "usage 30 in, 12 out")
 
 
 def client(url: str, **kw: Any) -> cohere.ClientV2:
     return cohere.ClientV2(base_url=url, api_key="test-key", **kw)
-
-
-def ask(text: str) -> list[Any]:
-    return [{"role": "user", "content": text}]
 
 
 def streamed(url: str, messages: list[Any], **kw: Any) -> list[Any]:
@@ -392,12 +360,7 @@ def test_embed_float_and_quantized_types(serve_text: ServeText) -> None:
     assert len(vectors) == 3 and all(len(v) == 1536 for v in vectors)  # embed-v4.0's dimension
     assert out.texts == ["the cat sat", "the cat sat down", "stock prices fell"]
 
-    def cos(a: list[float], b: list[float]) -> float:
-        return sum(x * y for x, y in zip(a, b, strict=True)) / (
-            sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
-        )
-
-    assert cos(vectors[0], vectors[1]) > cos(vectors[0], vectors[2])
+    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2])
     int8 = out.embeddings.int8 or []
     assert all(-128 <= x <= 127 for x in int8[0]) and len(int8[0]) == 1536 and any(int8[0])
     assert all(0 <= x <= 255 for x in (out.embeddings.uint8 or [])[0])

@@ -20,49 +20,18 @@ import openai
 import pytest
 from mistralai.client import Mistral, errors
 from mistralai.client.utils import BackoffStrategy, RetryConfig
+from provider_cases import WEATHER, ask, tool_loop
+
+from mockllm.runtime.embed.embedder import cosine
 
 ServeText = Callable[..., AbstractContextManager[str]]
 MODEL = "mistral-small-latest"
 CALL_ID = re.compile(r"[A-Za-z0-9]{9}")
-WEATHER: Any = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather for a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        },
-    }
-]
-
-TOOL_LOOP = """
-scenario "Mistral weather":
-    when:
-        provider is mistral
-    step ask:
-        when:
-            last user message contains "weather in"
-        capture city from last user message /weather in (\\w+)/
-        reply:
-            tool call get_weather {"city": "{{city}}"}
-            usage 40 in, 9 out
-
-    step answer:
-        when:
-            tool result for "get_weather" contains "sunny"
-        reply:
-            text "It is sunny in {{city}}."
-            stream by word
-            usage 60 in, 6 out
-"""
+TOOL_LOOP = tool_loop("mistral", first_usage="usage 40 in, 9 out")
 
 
 def client(url: str, **kw: Any) -> Mistral:
     return Mistral(server_url=url, api_key="test-key", **kw)
-
-
-def ask(text: str) -> list[Any]:
-    return [{"role": "user", "content": text}]
 
 
 def chunks(url: str, messages: list[Any], **kw: Any) -> list[Any]:
@@ -430,12 +399,7 @@ def test_embeddings(serve_text: ServeText) -> None:
     vectors = [d.embedding or [] for d in out.data]
     assert [d.index for d in out.data] == [0, 1, 2] and all(len(v) == 1024 for v in vectors)
 
-    def cos(a: list[float], b: list[float]) -> float:
-        return sum(x * y for x, y in zip(a, b, strict=True)) / (
-            sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
-        )
-
-    assert cos(vectors[0], vectors[1]) > cos(vectors[0], vectors[2])
+    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2])
     assert out.usage.prompt_tokens == out.usage.total_tokens > 0
 
 
