@@ -45,3 +45,24 @@ scenario "{provider} weather":
 
 def ask(text: str) -> list[Any]:
     return [{"role": "user", "content": text}]
+
+
+def one_reply(*lines: str) -> str:
+    """A script whose one step answers every request with the reply ``lines``."""
+    body = "".join(f"\n            {line}" for line in lines)
+    return f'\nscenario "s":\n    step a:\n        reply:{body}\n'
+
+
+def limited_then(message: str, answer: str) -> str:
+    """Two 429s with ``message`` (``retry after 200ms``), then ``answer``."""
+    return f"""
+scenario "s":
+    step limited:
+        repeat 2
+        reply:
+            error 429 "{message}"
+            retry after 200ms
+    step ok:
+        reply:
+            text "{answer}"
+"""

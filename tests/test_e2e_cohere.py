@@ -18,7 +18,7 @@ import cohere
 import httpx
 import jsonschema
 import pytest
-from provider_cases import WEATHER, ask, tool_loop
+from provider_cases import WEATHER, ask, limited_then, one_reply, tool_loop
 
 from mockllm.runtime.embed.embedder import cosine
 
@@ -45,13 +45,7 @@ def stream_text(events: list[Any]) -> str:
 
 
 def test_text_with_usage_and_finish_reason(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "Hello from Cohere."
-            usage 11 in, 4 out
-"""
+    script = one_reply('text "Hello from Cohere."', "usage 11 in, 4 out")
     with serve_text(script) as url:
         out = client(url).chat(model=MODEL, messages=ask("hi"))
     assert UUID.fullmatch(out.id)
@@ -64,14 +58,7 @@ scenario "s":
 
 
 def test_stream_events_in_order(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three"
-            stream by word
-            usage 5 in, 3 out
-"""
+    script = one_reply('text "one two three"', "stream by word", "usage 5 in, 3 out")
     with serve_text(script) as url:
         events = streamed(url, ask("count"))
     kinds = [e.type for e in events]
@@ -84,13 +71,7 @@ scenario "s":
 
 
 def test_async_client_streams(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "async works"
-            stream by word
-"""
+    script = one_reply('text "async works"', "stream by word")
 
     async def run(url: str) -> list[Any]:
         co = cohere.AsyncClientV2(base_url=url, api_key="k")
@@ -103,13 +84,7 @@ scenario "s":
 
 
 def test_thinking_is_a_thinking_content_block(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            thinking "The user greets me."
-            text "Hi."
-"""
+    script = one_reply('thinking "The user greets me."', 'text "Hi."')
     with serve_text(script) as url:
         whole = client(url).chat(model="command-a-reasoning-08-2025", messages=ask("hello"))
         events = streamed(url, ask("hello again"))
@@ -239,17 +214,7 @@ def test_tool_result_for_an_unknown_call_is_a_bad_request(serve_text: ServeText)
 
 
 def test_rate_limit_is_retried_by_the_sdk(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step limited:
-        repeat 2
-        reply:
-            error 429 "You are using a Trial key, which is limited to 10 API calls / minute."
-            retry after 200ms
-    step ok:
-        reply:
-            text "Third time lucky."
-"""
+    script = limited_then("You are using a Trial key, which is limited to 10 API calls / minute.", "Third time lucky.")
     with serve_text(script) as url:
         started = time.monotonic()
         out = client(url).chat(model=MODEL, messages=ask("x"))  # max_retries defaults to 2
@@ -281,12 +246,7 @@ scenario "s":
 )
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_error_status_raises_the_sdk_class(serve_text: ServeText, status: int, error: type, stream: bool) -> None:
-    script = f"""
-scenario "s":
-    step a:
-        reply:
-            error {status} "boom {status}"
-"""
+    script = one_reply(f'error {status} "boom {status}"')
     with serve_text(script) as url:
         co = client(url, max_retries=0)
         with pytest.raises(error) as info:
@@ -298,14 +258,9 @@ scenario "s":
 
 
 def test_mid_stream_error_ends_with_an_error_message_end(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three four five"
-            stream by word
-            stream error "internal server error" after 2 chunks
-"""
+    script = one_reply(
+        'text "one two three four five"', "stream by word", 'stream error "internal server error" after 2 chunks'
+    )
     with serve_text(script) as url:
         events = streamed(url, ask("x"))
     assert stream_text(events) == "one two"
@@ -314,14 +269,7 @@ scenario "s":
 
 
 def test_cut_stream_raises_in_the_client(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three four five"
-            stream by word
-            disconnect after 2 chunks
-"""
+    script = one_reply('text "one two three four five"', "stream by word", "disconnect after 2 chunks")
     seen: list[Any] = []
     with serve_text(script) as url:
         with pytest.raises(httpx.RemoteProtocolError):

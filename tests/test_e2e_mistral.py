@@ -20,7 +20,7 @@ import openai
 import pytest
 from mistralai.client import Mistral, errors
 from mistralai.client.utils import BackoffStrategy, RetryConfig
-from provider_cases import WEATHER, ask, tool_loop
+from provider_cases import WEATHER, ask, limited_then, one_reply, tool_loop
 
 from mockllm.runtime.embed.embedder import cosine
 
@@ -47,13 +47,7 @@ def text_of(events: list[Any]) -> str:
 
 
 def test_text_with_usage_and_finish_reason(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "Bonjour."
-            usage 12 in, 3 out
-"""
+    script = one_reply('text "Bonjour."', "usage 12 in, 3 out")
     with serve_text(script) as url:
         out = client(url).chat.complete(model=MODEL, messages=ask("salut"))
     assert re.fullmatch(r"[0-9a-f]{32}", out.id)
@@ -64,14 +58,7 @@ scenario "s":
 
 
 def test_stream_text_and_usage_on_the_last_chunk(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "un deux trois"
-            stream by word
-            usage 7 in, 3 out
-"""
+    script = one_reply('text "un deux trois"', "stream by word", "usage 7 in, 3 out")
     with serve_text(script) as url:
         events = chunks(url, ask("compte"))
     assert text_of(events) == "un deux trois"
@@ -84,13 +71,7 @@ scenario "s":
 def test_async_stream(serve_text: ServeText) -> None:
     import asyncio
 
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "async fine"
-            stream by word
-"""
+    script = one_reply('text "async fine"', "stream by word")
 
     async def run(url: str) -> str:
         stream = await client(url).chat.stream_async(model=MODEL, messages=ask("x"))
@@ -101,13 +82,7 @@ scenario "s":
 
 
 def test_thinking_is_a_thinking_chunk(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            thinking "Short question, short answer."
-            text "Yes."
-"""
+    script = one_reply('thinking "Short question, short answer."', 'text "Yes."')
     with serve_text(script) as url:
         out = client(url).chat.complete(model="magistral-small-latest", messages=ask("ok?"))
         events = chunks(url, ask("ok again?"))
@@ -284,17 +259,7 @@ scenario "o":
 
 
 def test_rate_limit_is_retried_with_a_retry_config(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step limited:
-        repeat 2
-        reply:
-            error 429 "Requests rate limit exceeded"
-            retry after 200ms
-    step ok:
-        reply:
-            text "Third time lucky."
-"""
+    script = limited_then("Requests rate limit exceeded", "Third time lucky.")
     retries = RetryConfig("backoff", BackoffStrategy(50, 1000, 1.5, 30_000), retry_connection_errors=False)
     with serve_text(script) as url:
         started = time.monotonic()
@@ -328,12 +293,7 @@ scenario "s":
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_server_error(serve_text: ServeText, stream: bool) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            error 503 "Service unavailable"
-"""
+    script = one_reply('error 503 "Service unavailable"')
     with serve_text(script) as url:
         with pytest.raises(errors.SDKError) as info:
             if stream:
@@ -345,14 +305,9 @@ scenario "s":
 
 
 def test_mid_stream_error_event(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three four"
-            stream by word
-            stream error "Internal server error" after 2 chunks
-"""
+    script = one_reply(
+        'text "one two three four"', "stream by word", 'stream error "Internal server error" after 2 chunks'
+    )
     seen: list[Any] = []
     with serve_text(script) as url:
         with pytest.raises(errors.ResponseValidationError) as info:  # the error event is no chunk
@@ -364,14 +319,7 @@ scenario "s":
 
 
 def test_cut_stream_raises(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three four"
-            stream by word
-            disconnect after 2 chunks
-"""
+    script = one_reply('text "one two three four"', "stream by word", "disconnect after 2 chunks")
     seen: list[Any] = []
     with serve_text(script) as url:
         with pytest.raises(httpx2.RemoteProtocolError):
