@@ -266,7 +266,7 @@ class ProviderEndpoint:
             if handler == "chat" or gemini_generate:
                 await self._chat(http, adapter, channel, track, arrived)
             elif handler == "inputs" or gmethod_name in GEMINI_EMBED_METHODS:
-                route = self.spec.inputs or f"gemini.{gmethod_name}"
+                route = self.spec.inputs_for(provider) or f"gemini.{gmethod_name}"
                 inputs = InputsAdapter(adapter, *route_functions(route))
                 await self._chat(http, inputs, channel, track, arrived)
             else:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import cohere
 import httpx
 import httpx2
 import ollama
@@ -24,6 +25,8 @@ import openai
 import pytest
 from google import genai
 from google.genai import types as gtypes
+from mistralai.client import Mistral
+from mistralai.client import errors as mistral_errors
 
 from mockllm.dsl.diagnostics import render
 from mockllm.dsl.machines.compiler import compile_library, load_and_compile
@@ -40,6 +43,8 @@ OPENAI_MODEL = "gpt-4o"
 ANTHROPIC_MODEL = "claude-mock-1"
 GEMINI_MODEL = "gemini-2.5-flash"
 OLLAMA_MODEL = "llama3.2"
+COHERE_MODEL = "command-a-03-2025"
+MISTRAL_MODEL = "mistral-small-latest"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -77,6 +82,15 @@ def ollama_client(url: str) -> ollama.Client:
     return ollama.Client(host=url, headers=conversation_headers())
 
 
+def cohere_client(url: str, **kw: Any) -> cohere.ClientV2:
+    http = httpx.Client(headers=conversation_headers(), timeout=60)  # the client's way to add headers
+    return cohere.ClientV2(base_url=url, api_key="test", httpx_client=http, **kw)
+
+
+def mistral_client(url: str) -> Mistral:
+    return Mistral(server_url=url, api_key="test", client=httpx2.Client(headers=conversation_headers()))
+
+
 def journal(url: str, conversation: str) -> list[dict[str, Any]]:
     """The server's record of one conversation's requests, oldest first."""
     body = httpx.get(url + "/_mockllm/requests").json()
@@ -96,6 +110,14 @@ def scripted_calls(example: str, step: str) -> list[tuple[str, Any]]:
 
 def openai_tools(*names: str) -> list[Any]:
     return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in names]
+
+
+def cohere_tools(*names: str) -> list[Any]:
+    return openai_tools(*names)  # Cohere v2 describes tools as OpenAI does
+
+
+def mistral_tools(*names: str) -> list[Any]:
+    return openai_tools(*names)
 
 
 def anthropic_tools(*names: str) -> list[Any]:
@@ -862,6 +884,89 @@ def test_echo_fallback_streams_word_by_word(url: str) -> None:
 def fenced_blocks(language: str) -> list[str]:
     text = COOKBOOK.read_text(encoding="utf-8")
     return re.findall(rf"^```{language}\n(.*?)^```$", text, flags=re.MULTILINE | re.DOTALL)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cohere_tool_plan.mockllm
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_cohere_tool_plan_round_trip(url: str, stream: bool) -> None:
+    co = cohere_client(url)
+    tools = cohere_tools("get_weather", "get_local_time")
+    messages: list[Any] = [{"role": "user", "content": "Plan my trip to Seville"}]
+
+    first = co.chat(model=COHERE_MODEL, messages=messages, tools=tools)
+    assert first.message.tool_plan == "I will check the weather and the local time in Seville."
+    weather, clock = first.message.tool_calls or []
+    assert json.loads(weather.function.arguments) == {"city": "Seville"}  # type: ignore[union-attr, arg-type]
+    assert clock.function.arguments == "null"  # type: ignore[union-attr]
+    assert scripted_calls("cohere_tool_plan.mockllm", "plan_and_call")[1] == ("get_local_time", {})
+
+    messages.append(first.message)
+    for call in first.message.tool_calls or []:
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "ok"})
+    expected = "Pack for sun: Seville is warm, and it is morning there."
+    if stream:
+        events = list(co.chat_stream(model=COHERE_MODEL, messages=messages, tools=tools))
+        deltas = [e.delta.message.content.text for e in events if e.type == "content-delta"]
+        assert "".join(deltas) == expected and len(deltas) == len(expected.split())
+        return
+    second = co.chat(model=COHERE_MODEL, messages=messages, tools=tools)
+    assert second.message.content[0].text == expected  # type: ignore[index, union-attr]
+
+
+def test_cohere_tool_plan_needs_both_results(url: str) -> None:
+    co = cohere_client(url)
+    messages: list[Any] = [{"role": "user", "content": "Plan my trip to Porto"}]
+    first = co.chat(model=COHERE_MODEL, messages=messages, tools=cohere_tools("get_weather", "get_local_time"))
+    weather = (first.message.tool_calls or [])[0]
+    messages += [first.message, {"role": "tool", "tool_call_id": weather.id, "content": "sunny"}]
+    out = co.chat(model=COHERE_MODEL, messages=messages)  # one result only: the answer step does not match
+    text = "".join(c.text for c in out.message.content or [] if c.type == "text")  # type: ignore[union-attr]
+    assert "Pack for sun" not in text  # the library's echo fallback answered instead
+
+
+# ---------------------------------------------------------------------------------------------------------
+# mistral_call_ids.mockllm
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_mistral_call_ids_round_trip(url: str, stream: bool) -> None:
+    m = mistral_client(url)
+    tools = mistral_tools("get_price")
+    messages: list[Any] = [{"role": "user", "content": "compare bread and cheese"}]
+
+    first = m.chat.complete(model=MISTRAL_MODEL, messages=messages, tools=tools, tool_choice="any")
+    calls = first.choices[0].message.tool_calls or []
+    assert [json.loads(c.function.arguments) for c in calls] == [  # type: ignore[arg-type]
+        args for _, args in scripted_calls("mistral_call_ids.mockllm", "call_two")
+    ]
+    assert all(re.fullmatch(r"[A-Za-z0-9]{9}", c.id or "") for c in calls)
+
+    messages.append({"role": "assistant", "content": "", "tool_calls": [c.model_dump() for c in calls]})
+    for call in calls:
+        messages.append({"role": "tool", "tool_call_id": call.id, "name": call.function.name, "content": "2 EUR"})
+    if stream:
+        with m.chat.stream(model=MISTRAL_MODEL, messages=messages, tools=tools) as events:
+            text = "".join(e.data.choices[0].delta.content or "" for e in events)  # type: ignore[misc]
+        assert text == "Bread is cheaper than cheese."
+        return
+    second = m.chat.complete(model=MISTRAL_MODEL, messages=messages, tools=tools)
+    assert second.choices[0].message.content == "Bread is cheaper than cheese."
+
+
+def test_mistral_call_ids_an_invented_id_is_refused(url: str) -> None:
+    m = mistral_client(url)
+    messages: list[Any] = [{"role": "user", "content": "compare milk and eggs"}]
+    first = m.chat.complete(model=MISTRAL_MODEL, messages=messages, tools=mistral_tools("get_price"), tool_choice="any")
+    calls = first.choices[0].message.tool_calls or []
+    invented = [{"id": f"call_{i}", "function": c.function.model_dump()} for i, c in enumerate(calls)]
+    messages.append({"role": "assistant", "content": "", "tool_calls": invented})
+    messages += [{"role": "tool", "tool_call_id": c["id"], "name": "get_price", "content": "1 EUR"} for c in invented]
+    with pytest.raises(mistral_errors.SDKError) as info:
+        m.chat.complete(model=MISTRAL_MODEL, messages=messages)
+    assert info.value.status_code == 400 and "Tool call id was call_0" in info.value.body
 
 
 def test_cookbook_quotes_every_script_verbatim() -> None:

@@ -49,7 +49,7 @@ def test_every_entry_has_its_adapter_reader_docs_page_and_upstream() -> None:
         adapter = registry.adapter_for(entry.name)
         assert adapter.provider == entry.name
         assert adapter is registry.adapter_for(entry.name)  # one shared adapter
-        assert READERS[entry.name].PROVIDER == entry.name
+        assert entry.reader is None or READERS[entry.name].PROVIDER == entry.name
         assert (DOCS / entry.docs).is_file(), entry.docs
         assert PUBLIC_APIS[entry.name] == entry.upstream
 
@@ -75,6 +75,10 @@ BY_PATH = """
 /api/chat ollama
 /api/ps ollama
 /api ollama
+/v2/chat cohere
+/v2/embed cohere
+/v2/rerank cohere
+/v1/embeddings openai
 /nowhere openai
 """
 
@@ -93,10 +97,33 @@ def test_model_listing_by_header(header: str, provider: str) -> None:
 
 def test_a_shared_path_is_one_route_decided_per_request() -> None:
     shared = [spec for spec in registry.ROUTES if spec.provider is None]
-    assert {spec.path for spec in shared} == {"/v1/models", "/v1/models/{rest:path}"}
+    assert {spec.path for spec in shared} == {
+        "/v1/models",
+        "/v1/models/{rest:path}",
+        "/v1/chat/completions",
+        "/v1/embeddings",
+    }
     assert len({spec.path for spec in registry.ROUTES}) == len(registry.ROUTES)
     (models,) = [spec for spec in shared if spec.path == "/v1/models"]
     assert [name for name, _ in models.claims] == ["openai", "anthropic", "gemini"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "provider"),
+    [
+        ({"user-agent": "mistral-client-python/3.7.0"}, "mistral"),
+        ({"user-agent": "OpenAI/Python 2.8.1"}, "openai"),
+        ({"user-agent": "OpenAI/Python 2.8.1", "x-mockllm-provider": "mistral"}, "mistral"),
+        ({"user-agent": "mistral-client-python/3.7.0", "x-mockllm-provider": "openai"}, "openai"),
+        ({}, "openai"),
+    ],
+)
+def test_mistral_shares_openai_paths_by_user_agent_or_header(headers: dict[str, str], provider: str) -> None:
+    for path in ("/v1/chat/completions", "/v1/embeddings"):
+        assert registry.provider_for(path, headers) == provider
+    spec = registry.route_at("/v1/embeddings")
+    assert spec is not None
+    assert spec.inputs_for(provider) == f"{provider}.embeddings"
 
 
 def _entry(name: str, *routes: Route) -> ProviderEntry:

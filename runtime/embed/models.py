@@ -46,7 +46,7 @@ DIMENSIONS: dict[str, int] = {
 MAX_DIMENSIONS = 8192
 
 #: provider → the dimension of a model the table does not know.
-PROVIDER_DEFAULTS: dict[str, int] = {"openai": 1536, "gemini": 768, "ollama": 768}
+PROVIDER_DEFAULTS: dict[str, int] = {"openai": 1536, "gemini": 768, "ollama": 768, "cohere": 1024, "mistral": 1024}
 DEFAULT_DIMENSIONS = 1536
 
 # longest names first, so `text-embedding-3-small…` never stops at a shorter prefix

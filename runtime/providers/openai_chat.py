@@ -88,7 +88,8 @@ def _content_text(value: Any, path: FieldPath, *, nullable: bool) -> str:
     return "\n".join(texts)
 
 
-def _tool_calls(value: list[Any], path: FieldPath) -> tuple[ToolCall, ...]:
+def _tool_calls(value: list[Any], path: FieldPath, object_arguments: bool = False) -> tuple[ToolCall, ...]:
+    """A history's tool calls; ``object_arguments``: ``arguments`` may also be a JSON object (Mistral)."""
     calls: list[ToolCall] = []
     for at, call in objects(value, path):
         call_id = require_str(call, "id", at)
@@ -103,8 +104,11 @@ def _tool_calls(value: list[Any], path: FieldPath) -> tuple[ToolCall, ...]:
         function = require_object(call, "function", at)
         fn_at = at.key("function")
         name = require_str(function, "name", fn_at)
-        arguments = require_str(function, "arguments", fn_at)
-        calls.append(ToolCall(call_id, name, parse_json_arguments(arguments)))
+        arguments = require(function, "arguments", fn_at)
+        if object_arguments and isinstance(arguments, dict):
+            calls.append(ToolCall(call_id, name, arguments))
+            continue
+        calls.append(ToolCall(call_id, name, parse_json_arguments(require_str(function, "arguments", fn_at))))
     return tuple(calls)
 
 
@@ -123,7 +127,9 @@ def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
     return tuple(tools)
 
 
-def _messages(raw_messages: list[Any], path: FieldPath) -> tuple[list[Message], list[str]]:
+def _messages(
+    raw_messages: list[Any], path: FieldPath, object_arguments: bool = False
+) -> tuple[list[Message], list[str]]:
     messages: list[Message] = []
     system: list[str] = []
     call_names: dict[str, str] = {}
@@ -144,7 +150,7 @@ def _messages(raw_messages: list[Any], path: FieldPath) -> tuple[list[Message], 
         elif role == "assistant":
             text = _content_text(content, at.key("content"), nullable=True)
             raw_calls = optional_list(obj, "tool_calls", at)
-            calls = _tool_calls(raw_calls, at.key("tool_calls")) if raw_calls else ()
+            calls = _tool_calls(raw_calls, at.key("tool_calls"), object_arguments) if raw_calls else ()
             for call in calls:
                 if call.id is not None:
                     call_names[call.id] = call.name
@@ -323,6 +329,7 @@ class _Framer:
 
 class OpenAIChatAdapter(BaseAdapter):
     provider: Provider = "openai"
+    object_arguments = False  # whether a history's tool-call arguments may be JSON objects (Mistral's may)
 
     # -------------------------------------------------------------- requests
 
@@ -338,7 +345,7 @@ class OpenAIChatAdapter(BaseAdapter):
         raw_messages = require_list(body, "messages", root)
         if not raw_messages:
             raise invalid_value(root.key("messages"), "must contain at least one message")
-        messages, system = _messages(raw_messages, root.key("messages"))
+        messages, system = _messages(raw_messages, root.key("messages"), self.object_arguments)
         raw_tools = optional_list(body, "tools", root)
         tools = _tools(raw_tools, root.key("tools")) if raw_tools else ()
         stream = bool(optional_bool(body, "stream", root))
@@ -353,7 +360,7 @@ class OpenAIChatAdapter(BaseAdapter):
                 param="n",
             )
         return ChatRequest(
-            provider="openai",
+            provider=self.provider,
             endpoint=http.path,
             model=model,
             stream=stream,

@@ -64,8 +64,8 @@ class ProviderEntry:
     #: the chat path, at the end)
     recorded: str = attrs.field(default=attrs.Factory(lambda e: re.escape(e.chat_path) + "$", takes_self=True))
     #: module in mockllm.runtime.recording.readers that reads its recorded answers (default: the
-    #: adapter's module name)
-    reader: str = attrs.field(default=attrs.Factory(lambda e: e.adapter.partition(":")[0], takes_self=True))
+    #: adapter's module name); None: no reader yet, so its recorded traffic is not converted
+    reader: str | None = attrs.field(default=attrs.Factory(lambda e: e.adapter.partition(":")[0], takes_self=True))
     docs: str = attrs.field(default=attrs.Factory(lambda e: f"providers/{e.name}.md", takes_self=True))  # docs/…
     #: ``…/models/{model}:METHOD`` operations its "model_path" routes answer, and as what; an "inputs"
     #: method's route is ``NAME.METHOD`` in the ``inputs`` module
@@ -78,6 +78,16 @@ def _chat_route(routes: tuple[Route, ...]) -> str:
 
 def _header(name: str) -> Claim:
     return lambda path, headers: name in headers
+
+
+def _mistral_client(path: str, headers: Mapping[str, str]) -> bool:
+    """A request to a path Mistral shares with OpenAI is Mistral's when ``x-mockllm-provider`` says
+    ``mistral`` or, without that header, when it comes from a Mistral SDK (``User-Agent:
+    mistral-client-python/…``); ``x-mockllm-provider: openai`` keeps a Mistral SDK's request OpenAI's."""
+    forced = headers.get("x-mockllm-provider")
+    if forced is not None:
+        return forced.strip().lower() == "mistral"
+    return headers.get("user-agent", "").lower().startswith("mistral-client")
 
 
 def _gemini_method(path: str, headers: Mapping[str, str]) -> bool:
@@ -158,6 +168,29 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         prefixes=("/api/",),
         inputs="embed_ollama",
     ),
+    ProviderEntry(
+        name="cohere",
+        adapter="cohere:CohereAdapter",
+        routes=(
+            Route("/v2/chat", ("POST",), "chat"),
+            Route("/v2/embed", ("POST",), "inputs", "cohere.embed"),
+        ),
+        upstream="https://api.cohere.com",
+        prefixes=("/v2/",),
+        inputs="embed_cohere",
+        reader=None,  # the recording reader comes with `mockllm record` support
+    ),
+    ProviderEntry(
+        name="mistral",
+        adapter="mistral:MistralAdapter",
+        routes=(
+            Route("/v1/chat/completions", ("POST",), "chat", when=_mistral_client),
+            Route("/v1/embeddings", ("POST",), "inputs", "mistral.embeddings", when=_mistral_client),
+        ),
+        upstream="https://api.mistral.ai",
+        inputs="embed_mistral",
+        reader=None,  # the recording reader comes with `mockllm record` support
+    ),
 )
 
 BY_NAME: dict[str, ProviderEntry] = {e.name: e for e in ENTRIES}
@@ -183,6 +216,12 @@ class RouteSpec:
     provider: Provider | None  # None: decided per request by ``claims`` (see :meth:`provider_of`)
     inputs: str | None = None  # for embedding and moderation routes: runtime/providers/inputs.py's route name
     claims: tuple[tuple[Provider, Claim | None], ...] = ()
+    #: a shared embedding path's route name for each claimant that names its own (Mistral's `/v1/embeddings`)
+    claim_inputs: tuple[tuple[Provider, str], ...] = ()
+
+    def inputs_for(self, provider: Provider) -> str | None:
+        """The embedding or moderation route ``provider`` answers this path with."""
+        return next((name for who, name in self.claim_inputs if who == provider), self.inputs)
 
     def provider_of(self, path: str, headers: Mapping[str, str]) -> Provider:
         """The provider whose request this is: the first claim that holds, else the path's default."""
@@ -209,7 +248,7 @@ def _route_table(entries: tuple[ProviderEntry, ...]) -> tuple[RouteSpec, ...]:
     table = []
     for path, claimants in by_path.items():
         first = claimants[0][1]
-        if any((r.handler, r.inputs) != (first.handler, first.inputs) for _, r in claimants):
+        if any(r.handler != first.handler or (r.inputs is None) != (first.inputs is None) for _, r in claimants):
             raise RegistryError(f"providers {', '.join(e.name for e, _ in claimants)} serve {path} differently")
         defaults = [e.name for e, r in claimants if r.when is None]
         if len(defaults) > 1:
@@ -217,7 +256,8 @@ def _route_table(entries: tuple[ProviderEntry, ...]) -> tuple[RouteSpec, ...]:
         methods = tuple(dict.fromkeys(m for _, r in claimants for m in r.methods))
         single = claimants[0][0].name if len(claimants) == 1 and first.when is None else None
         claims = tuple((e.name, r.when) for e, r in claimants)
-        table.append(RouteSpec(path, methods, first.handler, single, first.inputs, claims))
+        own = tuple((e.name, r.inputs) for e, r in claimants[1:] if r.inputs is not None and r.inputs != first.inputs)
+        table.append(RouteSpec(path, methods, first.handler, single, first.inputs, claims, own))
     return tuple(table)
 
 
@@ -273,7 +313,7 @@ def recorded_provider(method: str, path: str) -> Provider | None:
     if method != "POST":
         return None
     for e in ENTRIES:
-        if re.search(e.recorded, path):
+        if e.reader is not None and re.search(e.recorded, path):
             return e.name
     return None
 

@@ -14,7 +14,7 @@ from types import ModuleType
 from mockllm.runtime.providers.registry import ENTRIES, recorded_provider
 
 READERS: dict[str, ModuleType] = {
-    e.name: importlib.import_module(f"mockllm.runtime.recording.readers.{e.reader}") for e in ENTRIES
+    e.name: importlib.import_module(f"mockllm.runtime.recording.readers.{e.reader}") for e in ENTRIES if e.reader
 }
 
 

@@ -1,0 +1,327 @@
+"""Cohere v2 Chat (`POST /v2/chat`): request parsing, history rules and response rendering, JSON and
+SSE, as docs/providers/cohere.md describes.
+
+A reply with tool calls puts its text in ``tool_plan`` (what Command models do: say the plan, then
+call), streamed as ``tool-plan-delta`` events; each call streams as ``tool-call-start``, its argument
+pieces as ``tool-call-delta`` and ``tool-call-end``. A call without arguments (``{}`` or ``null`` in
+the script) carries the string ``"null"`` as its arguments, the quirk real Cohere models show for
+parameterless tools. Events are ``event: <type>`` plus ``data: <json>`` (the JSON repeats the type);
+``message-end`` carries the finish reason and the usage, and a mid-stream error is a ``message-end``
+whose finish reason is ``ERROR`` with the message in ``delta.error``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.common import (
+    SSE_MEDIA,
+    FieldPath,
+    bearer_token,
+    invalid_value,
+    json_response,
+    json_text,
+    load_json_object,
+    lower_headers,
+    objects,
+    one_of,
+    optional_bool,
+    optional_list,
+    optional_object,
+    optional_str,
+    parse_json_arguments,
+    pieces,
+    require,
+    require_list,
+    require_object,
+    require_str,
+    sse_frame,
+    stream_response,
+    wrong_type,
+)
+from mockllm.runtime.reply.ids import hex_id
+from mockllm.runtime.reply.plan import FinishReason, MessagePlan, PlannedToolCall
+from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
+
+ROLES = ("system", "user", "assistant", "tool")
+TOOL_CHOICES = ("REQUIRED", "NONE")
+FINISH: dict[FinishReason, str] = {
+    "stop": "COMPLETE",
+    "length": "MAX_TOKENS",
+    "tool_calls": "TOOL_CALL",
+    "content_filter": "ERROR",
+}
+NO_KEY_MESSAGE = "no api key supplied"
+_ROOT = FieldPath()
+_CONTENT = "a string or an array of content parts"
+_TOOL_PARTS = ("text", "document")
+
+
+def uuid_for(seed: str) -> str:
+    """A version-4-shaped UUID derived from ``seed`` (Cohere's response ids are UUIDs)."""
+    h = hex_id(seed, 0, 32)
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:32]}"
+
+
+def call_id(call: PlannedToolCall) -> str:
+    """``get_weather_1byjy32y4hvq``: the tool's name, ``_`` and 12 lower-case letters and digits."""
+    return call.explicit_id if call.explicit_id is not None else f"{call.name}_{call.key[:12].lower()}"
+
+
+def _no_arguments(call: PlannedToolCall) -> bool:
+    return call.arguments is None or call.arguments == {}
+
+
+def arguments_text(call: PlannedToolCall) -> str:
+    """The call's ``arguments`` string: ``"null"`` for a call without arguments (Cohere's quirk)."""
+    return "null" if _no_arguments(call) else call.arguments_json
+
+
+def argument_pieces(call: PlannedToolCall) -> tuple[str, ...]:
+    return ("null",) if _no_arguments(call) else pieces(call.argument_chunks, call.arguments_json)
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _part_text(value: Any, path: FieldPath, *, nullable: bool = False, tool: bool = False) -> str:
+    """A message's text: a string, or its ``text`` parts joined with "\\n" (image and thinking parts
+    carry no text). In a tool result (``tool``) parts are ``text`` or ``document``, whose ``data`` (a
+    string, or an object written as JSON) is read as text."""
+    if value is None and nullable:
+        return ""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise wrong_type(path, _CONTENT, value)
+    texts: list[str] = []
+    for at, part in objects(value, path):
+        kind = one_of(require(part, "type", at), _TOOL_PARTS, at.key("type")) if tool else require_str(part, "type", at)
+        if kind == "text":
+            texts.append(require_str(part, "text", at))
+        elif kind == "document":
+            data = require(require_object(part, "document", at), "data", at.key("document"))
+            texts.append(data if isinstance(data, str) else json_text(data))
+    return "\n".join(texts)
+
+
+def _tool_calls(value: list[Any], path: FieldPath) -> tuple[ToolCall, ...]:
+    calls: list[ToolCall] = []
+    for at, call in objects(value, path):
+        function = require_object(call, "function", at)
+        fn_at = at.key("function")
+        name = require_str(function, "name", fn_at)
+        arguments = optional_str(function, "arguments", fn_at)
+        calls.append(ToolCall(optional_str(call, "id", at), name, parse_json_arguments(arguments or "{}")))
+    return tuple(calls)
+
+
+def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
+    tools: list[Tool] = []
+    for at, tool in objects(value, path):
+        one_of(require(tool, "type", at), ("function",), at.key("type"))
+        function = require_object(tool, "function", at)
+        fn_at = at.key("function")
+        name = require_str(function, "name", fn_at)
+        description = optional_str(function, "description", fn_at) or ""
+        tools.append(Tool(name, description, optional_object(function, "parameters", fn_at) or {}))
+    return tuple(tools)
+
+
+def _messages(raw: list[Any], path: FieldPath) -> tuple[list[Message], list[str]]:
+    messages: list[Message] = []
+    system: list[str] = []
+    names: dict[str, str] = {}
+    for i, (at, obj) in enumerate(objects(raw, path)):
+        role = one_of(require(obj, "role", at), ROLES, at.key("role"))
+        if role == "system":
+            text = _part_text(require(obj, "content", at), at.key("content"))
+            system.append(text)
+            messages.append(Message("system", text, index=i))
+        elif role == "user":
+            messages.append(Message("user", _part_text(require(obj, "content", at), at.key("content")), index=i))
+        elif role == "assistant":
+            text = _part_text(obj.get("content"), at.key("content"), nullable=True)
+            plan = optional_str(obj, "tool_plan", at)
+            raw_calls = optional_list(obj, "tool_calls", at)
+            calls = _tool_calls(raw_calls, at.key("tool_calls")) if raw_calls else ()
+            names.update((c.id, c.name) for c in calls if c.id is not None)
+            messages.append(Message("assistant", text or plan or "", tool_calls=calls, index=i))
+        else:
+            call = require_str(obj, "tool_call_id", at)
+            text = _part_text(require(obj, "content", at), at.key("content"), tool=True)
+            messages.append(Message("tool", text, tool_result=ToolResult(call, names.get(call), text), index=i))
+    return messages, system
+
+
+# ---------------------------------------------------------------- rendering helpers
+
+
+def _usage(plan: MessagePlan) -> dict[str, Any]:
+    counts = {"input_tokens": plan.input_tokens, "output_tokens": plan.output_tokens}
+    return {"billed_units": counts, "tokens": counts}
+
+
+def _call_json(call: PlannedToolCall) -> dict[str, Any]:
+    function = {"name": call.name, "arguments": arguments_text(call)}
+    return {"id": call_id(call), "type": "function", "function": function}
+
+
+def _answer_text(plan: MessagePlan) -> str:
+    """The message's text: Cohere has no refusal field, so a refusal is said as text."""
+    return plan.text if plan.refusal is None else plan.text + plan.refusal
+
+
+def response_payload(plan: MessagePlan, ctx: RenderContext) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant"}
+    content: list[dict[str, Any]] = []
+    if plan.thinking is not None:
+        content.append({"type": "thinking", "thinking": plan.thinking})
+    text = _answer_text(plan)
+    if plan.tool_calls:
+        message["tool_plan"] = text
+        message["tool_calls"] = [_call_json(c) for c in plan.tool_calls]
+    else:
+        content.append({"type": "text", "text": text})
+    if content:
+        message["content"] = content
+    return {
+        "id": uuid_for(ctx.response_id),
+        "message": message,
+        "finish_reason": FINISH[plan.finish],
+        "usage": _usage(plan),
+    }
+
+
+def _event(data: dict[str, Any], content: bool = False) -> Frame:
+    return sse_frame(data, event=data["type"], content=content)
+
+
+def _block(kind: str, index: int, parts: tuple[str, ...]) -> Iterator[Frame]:
+    """One content block: ``content-start``, a ``content-delta`` per piece, ``content-end``."""
+    yield _event({"type": "content-start", "index": index, "delta": {"message": {"content": {"type": kind, kind: ""}}}})
+    for piece in parts:
+        delta = {"message": {"content": {kind: piece}}}
+        yield _event({"type": "content-delta", "index": index, "delta": delta}, content=True)
+    yield _event({"type": "content-end", "index": index})
+
+
+def _calls(plan: MessagePlan) -> Iterator[Frame]:
+    def start(index: int, call: PlannedToolCall) -> Frame:
+        first = {"id": call_id(call), "type": "function", "function": {"name": call.name, "arguments": ""}}
+        return _event({"type": "tool-call-start", "index": index, "delta": {"message": {"tool_calls": first}}})
+
+    def delta(index: int, piece: str) -> Frame:
+        message = {"tool_calls": {"function": {"arguments": piece}}}
+        return _event({"type": "tool-call-delta", "index": index, "delta": {"message": message}}, content=True)
+
+    def end(index: int) -> Frame:
+        return _event({"type": "tool-call-end", "index": index})
+
+    calls = [(i, c, argument_pieces(c)) for i, c in enumerate(plan.tool_calls)]
+    if plan.interleave_calls and len(calls) > 1:
+        yield from (start(i, c) for i, c, _ in calls)
+        for round_ in range(max(len(p) for _, _, p in calls)):
+            yield from (delta(i, p[round_]) for i, _, p in calls if round_ < len(p))
+        yield from (end(i) for i, _, _ in calls)
+        return
+    for i, c, parts in calls:
+        yield start(i, c)
+        yield from (delta(i, piece) for piece in parts)
+        yield end(i)
+
+
+def stream_frames(plan: MessagePlan, ctx: RenderContext) -> Iterator[Frame]:
+    start = {"role": "assistant", "content": [], "tool_plan": "", "tool_calls": [], "citations": []}
+    yield _event({"id": uuid_for(ctx.response_id), "type": "message-start", "delta": {"message": start}})
+    index = 0
+    if plan.thinking is not None:
+        yield from _block("thinking", index, pieces(plan.thinking_chunks, plan.thinking))
+        index += 1
+    text = pieces(plan.text_chunks, plan.text) + ((plan.refusal,) if plan.refusal else ())
+    if plan.tool_calls:
+        for piece in text:
+            yield _event({"type": "tool-plan-delta", "delta": {"message": {"tool_plan": piece}}}, content=True)
+        yield from _calls(plan)
+    elif text or plan.thinking is None:
+        yield from _block("text", index, text)
+    end = {"finish_reason": FINISH[plan.finish], "usage": _usage(plan)}
+    yield _event({"type": "message-end", "delta": end})
+
+
+class CohereAdapter:
+    provider: Provider = "cohere"
+
+    # -------------------------------------------------------------- requests
+
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        return ProviderError(401, NO_KEY_MESSAGE) if bearer_token(http.headers) is None else None
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        body = load_json_object(http.body)
+        root = _ROOT
+        model = require_str(body, "model", root)
+        raw_messages = require_list(body, "messages", root)
+        if not raw_messages:
+            raise invalid_value(root.key("messages"), "must contain at least one message")
+        messages, system = _messages(raw_messages, root.key("messages"))
+        raw_tools = optional_list(body, "tools", root)
+        tools = _tools(raw_tools, root.key("tools")) if raw_tools else ()
+        if body.get("tool_choice") is not None:
+            choice = one_of(body["tool_choice"], TOOL_CHOICES, root.key("tool_choice"))
+            if choice == "REQUIRED" and not tools:
+                raise invalid_value(root.key("tool_choice"), "REQUIRED needs at least one tool in 'tools'")
+        return ChatRequest(
+            provider="cohere",
+            endpoint=http.path,
+            model=model,
+            stream=bool(optional_bool(body, "stream", root)),
+            messages=tuple(messages),
+            system="\n".join(system),
+            tools=tools,
+            headers=lower_headers(http.headers),
+            body=body,
+        )
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        """Each tool message answers a call of the nearest assistant message with tool calls before it."""
+        calls: dict[str, int] = {}
+        for m in chat.messages:
+            if m.role == "assistant" and m.tool_calls:
+                calls = {c.id: m.index for c in m.tool_calls if c.id is not None}
+            elif m.role == "tool" and m.tool_result is not None:
+                call = m.tool_result.call_id or ""
+                if call not in calls:
+                    known = ", ".join(sorted(calls)) or "none"
+                    raise ProviderError(
+                        400,
+                        f"invalid request: messages[{m.index}].tool_call_id '{call}' does not match a tool call "
+                        f"of an earlier assistant message (tool calls: {known})",
+                    )
+
+    # -------------------------------------------------------------- responses
+
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        headers = trace_headers(ctx)
+        if chat.stream:
+            return stream_response(stream_frames(plan, ctx), media_type=SSE_MEDIA, headers=headers)
+        return json_response(response_payload(plan, ctx), headers=headers)
+
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
+    ) -> Rendered:
+        """``{"id": "<uuid>", "message": "…"}``: the SDK raises its class for the status
+        (``TooManyRequestsError`` for 429, ``InternalServerError`` for 500, …)."""
+        body = {"id": uuid_for(ctx.request_id), "message": message}
+        return json_response(body, status=status, headers=trace_headers(ctx))
+
+    def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
+        return _event({"type": "message-end", "delta": {"error": message, "finish_reason": "ERROR"}}).data
+
+
+def trace_headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
+    return (("x-debug-trace-id", ctx.request_id.removeprefix("req_")),)
+
+
+__all__ = ["CohereAdapter", "call_id", "trace_headers", "uuid_for"]

@@ -1,0 +1,186 @@
+"""Mistral Chat Completions (`POST /v1/chat/completions` as Mistral's own SDK speaks it): the request is
+read as OpenAI's (Mistral's body is OpenAI's, plus tool-call arguments that may be objects and
+``tool_choice: "any"``), and the answer is rendered in Mistral's shape, as docs/providers/mistral.md
+describes.
+
+What differs from OpenAI: tool-call ids are 9 letters and digits (and a history whose ids are not is
+refused, as the real API refuses it); ``tool_choice`` is ``auto``, ``none``, ``any``, ``required`` or
+``{"type": "function", "function": {"name": …}}``; response ids are 32 hex digits; ``usage`` has
+only the three counts and is sent on every stream's last chunk (no ``stream_options``); a streamed
+tool call arrives whole, one chunk per call, never as argument fragments; a ``thinking`` reply is a
+``{"type": "thinking"}`` content chunk (what Magistral sends); finish reasons are ``stop``,
+``length``, ``tool_calls`` and ``error``; errors are ``{"object": "error", "message", "type",
+"param", "code"}``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.common import (
+    SSE_MEDIA,
+    FieldPath,
+    bearer_token,
+    error_type_for,
+    json_response,
+    one_of,
+    pieces,
+    require_object,
+    require_str,
+    sse_frame,
+    sse_raw_frame,
+    stream_response,
+)
+from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
+from mockllm.runtime.reply.ids import hex_id
+from mockllm.runtime.reply.plan import FinishReason, MessagePlan, PlannedToolCall
+from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
+
+TOOL_CHOICES = ("auto", "none", "any", "required")
+FINISH: dict[FinishReason, str] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "error",
+}
+ERROR_TYPES = {401: "unauthorized", 404: "invalid_model", 422: "invalid_request_error", 429: "rate_limited"}
+CALL_ID = re.compile(r"[A-Za-z0-9]{9}")
+_ROOT = FieldPath()
+
+
+def completion_id(seed: str) -> str:
+    """32 hex digits, Mistral's response id."""
+    return hex_id(seed, 0, 32)
+
+
+def call_id(call: PlannedToolCall) -> str:
+    """9 letters and digits: the only tool-call id shape the real API accepts back."""
+    return call.id_for("", 9)
+
+
+def request_headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
+    return (("x-kong-request-id", ctx.request_id.removeprefix("req_")),)
+
+
+def _usage(plan: MessagePlan) -> dict[str, int]:
+    return {
+        "prompt_tokens": plan.input_tokens,
+        "total_tokens": plan.input_tokens + plan.output_tokens,
+        "completion_tokens": plan.output_tokens,
+    }
+
+
+def _call_json(index: int, call: PlannedToolCall) -> dict[str, Any]:
+    function = {"name": call.name, "arguments": call.arguments_json}
+    return {"id": call_id(call), "function": function, "index": index}
+
+
+def _thinking(text: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": [{"type": "text", "text": text}]}
+
+
+def _text(plan: MessagePlan) -> str:
+    """The answer's text: Mistral has no refusal field, so a refusal is said as text."""
+    return plan.text if plan.refusal is None else plan.text + plan.refusal
+
+
+def _content(plan: MessagePlan) -> str | list[dict[str, Any]]:
+    if plan.thinking is None:
+        return _text(plan)
+    return [_thinking(plan.thinking), {"type": "text", "text": _text(plan)}]
+
+
+def completion_payload(plan: MessagePlan, ctx: RenderContext) -> dict[str, Any]:
+    calls = [_call_json(i, c) for i, c in enumerate(plan.tool_calls)] or None
+    message = {"role": "assistant", "tool_calls": calls, "content": _content(plan)}
+    return {
+        "id": completion_id(ctx.response_id),
+        "object": "chat.completion",
+        "created": ctx.created,
+        "model": plan.model,
+        "usage": _usage(plan),
+        "choices": [{"index": 0, "message": message, "finish_reason": FINISH[plan.finish]}],
+    }
+
+
+def stream_frames(plan: MessagePlan, ctx: RenderContext) -> Iterator[Frame]:
+    head = {"id": completion_id(ctx.response_id), "object": "chat.completion.chunk", "created": ctx.created}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, content: bool = False, usage: bool = False) -> Frame:
+        data: dict[str, Any] = {**head, "model": plan.model}
+        data["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        if usage:
+            data["usage"] = _usage(plan)
+        return sse_frame(data, content=content)
+
+    yield chunk({"role": "assistant", "content": ""})
+    if plan.thinking is not None:
+        for piece in pieces(plan.thinking_chunks, plan.thinking):
+            yield chunk({"content": [_thinking(piece)]}, content=True)
+    for piece in pieces(plan.text_chunks, plan.text) + ((plan.refusal,) if plan.refusal else ()):
+        yield chunk({"content": piece}, content=True)
+    for i, call in enumerate(plan.tool_calls):
+        yield chunk({"tool_calls": [_call_json(i, call)]}, content=True)
+    yield chunk({"content": ""}, finish=FINISH[plan.finish], usage=True)
+    yield sse_raw_frame("[DONE]")
+
+
+class MistralAdapter(OpenAIChatAdapter):
+    provider: Provider = "mistral"
+    object_arguments = True  # a history's tool-call arguments may be a JSON object, not only its text
+
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        return ProviderError(401, "Unauthorized") if bearer_token(http.headers) is None else None
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        chat = super().parse(http)
+        choice = chat.body.get("tool_choice")
+        path = _ROOT.key("tool_choice")
+        if isinstance(choice, dict):
+            one_of(choice.get("type", "function"), ("function",), path.key("type"))
+            require_str(require_object(choice, "function", path), "name", path.key("function"))
+        elif choice is not None:
+            one_of(choice, TOOL_CHOICES, path)
+        return chat
+
+    def validate_history(self, chat: ChatRequest) -> None:
+        """Every tool-call id of the history is 9 letters and digits, then OpenAI's pairing rules."""
+        for m in chat.messages:
+            ids = [c.id for c in m.tool_calls]
+            if m.tool_result is not None:
+                ids.append(m.tool_result.call_id)
+            for found in ids:
+                if found is not None and not CALL_ID.fullmatch(found):
+                    raise ProviderError(
+                        400,
+                        f"Tool call id was {found} but must be a-z, A-Z, 0-9, with a length of 9. "
+                        f"(messages[{m.index}])",
+                    )
+        super().validate_history(chat)
+
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        headers = request_headers(ctx)
+        if chat.stream:
+            return stream_response(stream_frames(plan, ctx), media_type=SSE_MEDIA, headers=headers)
+        return json_response(completion_payload(plan, ctx), headers=headers)
+
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
+    ) -> Rendered:
+        error = {
+            "object": "error",
+            "message": message,
+            "type": error_type_for(status, ERROR_TYPES, "invalid_request_error", "internal_server_error"),
+            "param": param,
+            "code": code,
+        }
+        return json_response(error, status=status, headers=request_headers(ctx))
+
+    def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
+        error = {"object": "error", "message": message, "type": "internal_server_error", "param": None, "code": None}
+        return sse_frame(error).data
+
+
+__all__ = ["MistralAdapter", "call_id", "completion_id", "request_headers"]
