@@ -165,6 +165,10 @@ def _where(url: str) -> str:
     return f"{parts.scheme}://{where}{parts.path if host else ''}"
 
 
+_Seen = tuple[int, "dict[str, MachineState] | None", dict[str, Any]]
+_NEW: _Seen = (0, None, {})
+
+
 class RedisStore(StateStore):
     """Conversation state, kept responses, steps used and the journal in Redis (see the module)."""
 
@@ -206,7 +210,9 @@ class RedisStore(StateStore):
         self._ttl = max(1, round(idle_seconds))
         self._journal_limit = max(1, journal_limit)
         self._entry_body_bytes = entry_body_bytes
-        self._cache: OrderedDict[str, tuple[int, dict[str, MachineState] | None]] = OrderedDict()
+        # per conversation: the version last seen, its states, and the states as stored (which keep the
+        # scenarios this process does not serve: another process's library may have more)
+        self._cache: OrderedDict[str, _Seen] = OrderedDict()
         self._cache_size = max(1, cache_size)
         self._planned: dict[int, int] = {}  # journal entry -> the status it was written with
         self._pending: set[asyncio.Task[None]] = set()
@@ -268,25 +274,29 @@ class RedisStore(StateStore):
         engine = self.engine
         prev = chat.previous_response_id
         chat, key, missing = continued(chat, await self._kept(prev) if prev else None)
-        version, states = self._cache.get(key, (0, None))
+        version, states, stored = self._cache.get(key, _NEW)
         clock = engine.clock
         for _ in range(MAX_ATTEMPTS):
             conv = Conversation(key, 0.0)
             conv.states = dict(states) if states else None
             self._issued += 1
             turn = engine.turn(chat, key, missing, conv, response_id(engine.id_seed, self._issued), 0)
-            changed = conv.states != states and bool(conv.states)
+            saved = {**stored, **engine.export_states(conv.states)} if conv.states != states and conv.states else None
             keys = self._commit_keys(key, turn)
-            args = self._commit_args(turn, version, conv, changed, clock.now())
+            args = self._commit_args(turn, version, saved, clock.now())
             result = await self._call(self._commit, keys=keys, args=args)
             if int(result[0]) == 1:
                 entry_id = int(result[1])
-                self._remember(key, int(result[2]), conv.states if changed else states)
+                if saved is not None:
+                    self._remember(key, (int(result[2]), conv.states, saved))
+                elif version != int(result[2]) or key not in self._cache:
+                    self._remember(key, (int(result[2]), states, stored))
                 self._planned[entry_id] = turn.entry.status
                 if len(self._planned) > 100_000:
                     self._planned.clear()
                 return attrs.evolve(turn.outcome, entry_id=entry_id)
-            version, states = int(result[1]), engine.import_states(json.loads(result[2] or "{}"))
+            stored = json.loads(result[2] or "{}")
+            version, states = int(result[1]), engine.import_states(stored)
         raise StateUnavailable(
             f"mockllm: conversation {key!r} changed under this request {MAX_ATTEMPTS} times in a row; "
             "nothing was answered"
@@ -305,13 +315,12 @@ class RedisStore(StateStore):
             PREFIX + "cr:" + key,
         ]
 
-    def _commit_args(self, turn: Turn, version: int, conv: Conversation, changed: bool, now: float) -> list[Any]:
-        engine = self.engine
-        used = engine.used_member(turn.used) if turn.used is not None else None
+    def _commit_args(self, turn: Turn, version: int, saved: dict[str, Any] | None, now: float) -> list[Any]:
+        used = self.engine.used_member(turn.used) if turn.used is not None else None
         remember = turn.remember
         return [
             version,
-            json.dumps(engine.export_states(conv.states), separators=(",", ":")) if changed else "",
+            json.dumps(saved, separators=(",", ":")) if saved is not None else "",
             turn.outcome.conversation,
             now,
             self._ttl,
@@ -326,9 +335,9 @@ class RedisStore(StateStore):
         entry.keep_body(self._entry_body_bytes)
         return json.dumps(entry.to_json(), ensure_ascii=False, separators=(",", ":"), default=str)
 
-    def _remember(self, key: str, version: int, states: dict[str, MachineState] | None) -> None:
+    def _remember(self, key: str, seen: _Seen) -> None:
         cache = self._cache
-        cache[key] = (version, states)
+        cache[key] = seen
         cache.move_to_end(key)
         if len(cache) > self._cache_size:
             cache.popitem(last=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))  # after tests/: bench has a reliability.py too
 
 from redis_state import RedisMissing
 from redis_state import RedisServer as _RedisServer
