@@ -193,10 +193,10 @@ class RedisStore(StateStore):
         pool = redis.asyncio.BlockingConnectionPool.from_url(
             url,
             max_connections=CONNECTIONS,
-            timeout=5.0,
+            timeout=10.0,
             decode_responses=True,
             socket_connect_timeout=5.0,
-            socket_timeout=5.0,
+            socket_timeout=10.0,
         )
         self._pool = pool
         self._client = redis.asyncio.Redis(connection_pool=pool, retry=retry)
