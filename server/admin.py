@@ -21,6 +21,7 @@ from starlette.routing import Mount, Route
 
 from mockllm.dsl.diagnostics import Diagnostic
 from mockllm.dsl.machines.compiled import CompiledLibrary
+from mockllm.errors import StateUnavailable
 from mockllm.runtime.engine.journal import DEFAULT_PAGE, MAX_PAGE
 from mockllm.runtime.providers.common import utf8_json
 from mockllm.server.memory import release_memory
@@ -28,6 +29,7 @@ from mockllm.server.options import ServerOptions
 
 if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine
+    from mockllm.server.store import StateStore
 
 ADMIN_PREFIX = "/_mockllm"
 POSTED_FILE = "POST /_mockllm/scenarios"  # the name diagnostics and reports give posted script text
@@ -205,7 +207,8 @@ def compile_text(
     return compiled, list(diagnostics), sources
 
 
-def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
+def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mount:
+    """The admin API over ``engine`` (the library) and ``store`` (conversations and the journal)."""
     from mockllm.dsl.diagnostics import render, to_json
 
     version = _version()
@@ -216,7 +219,10 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
             refused = _refusal(request, options)
             if refused is not None:
                 return refused
-            return await endpoint(request)
+            try:
+                return await endpoint(request)
+            except StateUnavailable as exc:
+                return json_response({"error": str(exc)}, 503)
 
         return wrapper
 
@@ -232,6 +238,8 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
                 "fallback": library is not None and library.fallback is not None,
                 "echo": library is None,
                 "loaded": library_description(library),
+                "state": store.description,
+                "pid": os.getpid(),
             }
         )
 
@@ -281,7 +289,7 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
 
     async def reset(request: Request) -> Response:
         conversation = request.query_params.get("conversation")
-        engine.reset(conversation)
+        await store.reset(conversation)
         if conversation is None:
             release_memory()
         return json_response({"reset": conversation if conversation is not None else "all"})
@@ -295,15 +303,15 @@ def admin_mount(engine: Engine, options: ServerOptions) -> Mount:
             return limit
         if isinstance(after, Response):
             return after
-        entries, next_after = engine.journal_page(min(limit, MAX_PAGE), after)
+        entries, next_after = await store.journal_page(min(limit, MAX_PAGE), after)
         headers = {"x-mockllm-next-after": str(next_after)} if next_after is not None else None
         return json_response(entries, headers=headers)
 
     async def conversations(request: Request) -> Response:
-        return json_response(engine.conversations())
+        return json_response(await store.conversations())
 
     async def verify(request: Request) -> Response:
-        return json_response(engine.verify())
+        return json_response(await store.verify())
 
     return Mount(
         ADMIN_PREFIX,

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mockllm.errors import MockllmError
+from mockllm.errors import MockllmError, StateUnavailable
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import LowerCaseHeaders
 from mockllm.runtime.providers.inputs import InputsAdapter, route_functions
@@ -33,6 +33,7 @@ from mockllm.server.responder import Delivery, deliver, header_bytes, send_whole
 from mockllm.server.routes import GEMINI_EMBED_METHODS, GEMINI_METHODS, ROUTES, RouteSpec, adapter_for, provider_for
 from mockllm.server.routes import split_model_path as _split
 from mockllm.server.shutdown import Shutdown
+from mockllm.server.store import StateStore, open_store
 from mockllm.server.streaming import DRAIN_CAP, Channel
 
 if TYPE_CHECKING:
@@ -53,8 +54,15 @@ def _hex(digits: int) -> str:
 class ServerState:
     """What every request handler shares: the engine, the options, the models seen so far."""
 
-    def __init__(self, engine: Engine, options: ServerOptions, adapters: Mapping[Provider, Adapter] | None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        options: ServerOptions,
+        adapters: Mapping[Provider, Adapter] | None,
+        store: StateStore | None = None,
+    ) -> None:
         self.engine = engine
+        self.store = store or StateStore(engine)  # where conversation state and the journal are kept
         self.options = options
         self._adapters = dict(adapters or {})
         self._requested: dict[str, None] = {}
@@ -256,7 +264,7 @@ class ProviderEndpoint:
                 limit = state.options.max_body_bytes
                 message = f"mockllm: request body is larger than the limit of {limit} bytes"
                 if handler == "chat" or path_params.get("method") in _GENERATE:  # a chat request refused
-                    state.engine.reject(provider, path, 413, message)
+                    await state.store.reject(provider, path, 413, message)
                 await send_whole(channel, adapter.render_error(413, message, state.context(), "request_too_large"))
                 return
             channel.body_done = True
@@ -297,7 +305,7 @@ class ProviderEndpoint:
             denied = adapter.check_auth(http)
             if denied is not None:
                 ctx = state.context()
-                state.engine.reject(adapter.provider, http.path, denied.status, denied.message)
+                await state.store.reject(adapter.provider, http.path, denied.status, denied.message)
                 await send_whole(channel, adapter.render_error(denied.status, denied.message, ctx, denied.code))
                 return
         offload = len(http.body) > OFFLOAD_BYTES
@@ -309,11 +317,18 @@ class ProviderEndpoint:
                 chat = _parse(adapter, http, state.options.lenient, parsed)
         except ProviderError as err:
             ctx = state.context()
-            state.engine.reject(adapter.provider, http.path, err.status, err.message, parsed[0] if parsed else None)
+            await state.store.reject(
+                adapter.provider, http.path, err.status, err.message, parsed[0] if parsed else None
+            )
             await send_whole(channel, adapter.render_error(err.status, err.message, ctx, err.code, err.param))
             return
         state.note_model(chat.model)
-        outcome = state.engine.handle(chat)
+        store = state.store
+        try:
+            outcome = await store.handle(chat) if store.shared else state.engine.handle(chat)
+        except StateUnavailable as exc:
+            await send_whole(channel, adapter.render_error(503, str(exc), state.context(), "service_unavailable"))
+            return
         track.append(outcome.entry_id)
         ctx = state.context(outcome.response_id or None)
         entry = outcome.entry_id
@@ -332,7 +347,7 @@ class ProviderEndpoint:
 
     def _finish(self, entry: int, delivery: Delivery) -> None:
         try:
-            self.state.engine.finish(entry, delivery.status, client_gone=delivery.client_gone, note=delivery.note)
+            self.state.store.finish(entry, delivery.status, client_gone=delivery.client_gone, note=delivery.note)
         except Exception:
             log.exception("mockllm: could not record the end of journal entry %s", entry)
 
@@ -422,13 +437,15 @@ def create_app(
     options: ServerOptions | None = None,
     *,
     adapters: Mapping[Provider, Adapter] | None = None,
+    store: StateStore | None = None,
 ) -> Starlette:
-    """The ASGI application serving ``engine``. ``app.state.mockllm`` is its :class:`ServerState`."""
+    """The ASGI application serving ``engine``, its state kept in ``store`` (default: in memory).
+    ``app.state.mockllm`` is its :class:`ServerState`."""
     opts = options or ServerOptions()
-    state = ServerState(engine, opts, adapters)
+    state = ServerState(engine, opts, adapters, store or open_store(engine, opts.state))
     endpoints = [(spec, ProviderEndpoint(state, spec)) for spec in ROUTES]
     routes: list[BaseRoute] = [Route(spec.path, endpoint, methods=list(spec.methods)) for spec, endpoint in endpoints]
-    routes.append(admin_mount(engine, opts))
+    routes.append(admin_mount(engine, opts, state.store))
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -55,6 +55,12 @@ class BackgroundServer:
 
         if self._thread is not None:
             return self
+        if self.options.state:  # a shared store that does not answer: say so now, not on the first request
+            from mockllm.server.runner import refuse_state
+
+            refused = refuse_state(self.options.state, 1)
+            if refused is not None:
+                raise ServerError(str(refused))
         sock = bind_socket(self.host, self.port)
         self.port = sock.getsockname()[1]
         self.url = url_for(self.host, sock)
@@ -90,7 +96,10 @@ class BackgroundServer:
                 shutdown.stopping.set()
 
             grace = self.options.shutdown_grace_s
-            await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+            try:
+                await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+            finally:
+                await server_state(app).store.close()
 
         try:
             asyncio.run(main())

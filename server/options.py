@@ -39,5 +39,8 @@ class ServerOptions:
     scenario_base: str = attrs.field(factory=os.getcwd, converter=_absolute)
     # A request body that has not fully arrived this long after the request began gets 408
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    # Where conversation state and the journal are kept: None in this process's memory; a
+    # redis://HOST:PORT/DB URL in Redis, shared by every server given the same URL (server/store.py)
+    state: str | None = None
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
     clock: Clock = attrs.field(factory=SystemClock, eq=False)

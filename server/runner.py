@@ -18,7 +18,7 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mockllm.errors import ServerError
+from mockllm.errors import MockllmError, ServerError, UsageError
 from mockllm.server.granian_server import GRANIAN_MISSING, granian_module, serve_granian
 from mockllm.server.hypercorn_server import FINISH_S, KEEP_ALIVE_S, serve_hypercorn
 from mockllm.server.options import (
@@ -142,6 +142,7 @@ def run(
     idle_seconds: float = 3600.0,
     out: TextIO | None = None,
     watch: Callable[[Engine], Awaitable[None]] | None = None,
+    workers: int = 1,
 ) -> int:
     """Serve ``library`` (None: the echo responder) until SIGINT/SIGTERM. Prints the listening line
     first on ``out`` (default stdout). Returns the exit code.
@@ -149,7 +150,9 @@ def run(
     ``server`` is "hypercorn" (the default), "uvicorn" (the `fast` extra: httptools on uvloop) or
     "granian" (the `granian` extra: Granian's Rust HTTP server, the app on uvloop where installed).
     ``loop`` picks the event loop: "asyncio" or "uvloop"; by default uvloop for Uvicorn and Granian
-    and asyncio for Hypercorn (Hypercorn on uvloop is what Hypercorn's own ``uvloop`` worker class runs)."""
+    and asyncio for Hypercorn (Hypercorn on uvloop is what Hypercorn's own ``uvloop`` worker class runs).
+    ``workers`` above 1 serves from that many processes on the one socket (server/workers.py); they
+    need ``options.state``, the store they share."""
     from mockllm.runtime.engine.engine import Engine
     from mockllm.server.app import create_app, server_state
 
@@ -165,8 +168,10 @@ def run(
         return 2
     stream = out if out is not None else sys.stdout
     opts = options or ServerOptions()
-    engine = Engine(library, clock=opts.clock, max_conversations=max_conversations, idle_seconds=idle_seconds)
-    app = create_app(engine, opts)
+    refused = refuse_state(opts.state, workers)
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        return refused.exit_code
     try:
         sock = bind_socket(host, port)
     except OSError as exc:
@@ -175,36 +180,72 @@ def run(
     print(f"mockllm listening on {url_for(host, sock)}", file=stream, flush=True)
     from mockllm.server.admin import library_description
 
-    print(f"mockllm: serving {library_description(library)}", file=sys.stderr, flush=True)
+    where = f"; state in Redis at {opts.state}" if opts.state else ""
+    fleet = f"; {workers} worker processes" if workers > 1 else ""
+    print(f"mockllm: serving {library_description(library)}{where}{fleet}", file=sys.stderr, flush=True)
 
-    async def main() -> None:
-        stop = stop_on_signals()
+    def serve_here() -> int:
+        engine = Engine(library, clock=opts.clock, max_conversations=max_conversations, idle_seconds=idle_seconds)
+        app = create_app(engine, opts)
 
-        shutdown = server_state(app).shutdown
-        shutdown.reset()
-        watcher = asyncio.ensure_future(watch(engine)) if watch is not None else None
+        async def main() -> None:
+            stop = stop_on_signals()
 
-        async def trigger() -> None:
-            await stop.wait()
-            shutdown.stopping.set()
-            if watcher is not None:
-                watcher.cancel()
+            state = server_state(app)
+            shutdown = state.shutdown
+            shutdown.reset()
+            watcher = asyncio.ensure_future(watch(engine)) if watch is not None else None
 
-        grace = opts.shutdown_grace_s
-        try:
-            if server == "uvicorn":
-                await serve_uvicorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
-            elif server == "granian":
-                await serve_granian(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
-            else:
-                await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
-        finally:
-            if watcher is not None:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+            async def trigger() -> None:
+                await stop.wait()
+                shutdown.stopping.set()
+                if watcher is not None:
+                    watcher.cancel()
 
-    return run_until_interrupted(main, sock, factory)
+            grace = opts.shutdown_grace_s
+            try:
+                if server == "uvicorn":
+                    await serve_uvicorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+                elif server == "granian":
+                    await serve_granian(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+                else:
+                    await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+            finally:
+                if watcher is not None:
+                    watcher.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await watcher
+                await state.store.close()
+
+        return run_until_interrupted(main, sock, factory)
+
+    if workers > 1:
+        from mockllm.server.workers import run_workers
+
+        return run_workers(workers, serve_here, sock)
+    return serve_here()
+
+
+WORKERS_NEED_STATE = (
+    "mockllm: --workers above 1 needs --state redis://HOST:PORT/DB: each worker process would "
+    "otherwise keep its own conversations and journal"
+)
+
+
+def refuse_state(state: str | None, workers: int) -> MockllmError | None:
+    """Why ``--state``/``--workers`` cannot serve (its message is one line), else None: more than one
+    worker without a shared store, a URL that is not Redis's, the extra missing, or Redis not answering."""
+    if state is None:
+        return UsageError(WORKERS_NEED_STATE) if workers > 1 else None
+    if workers > 1 and sys.platform == "win32":
+        return UsageError("mockllm: --workers above 1 needs fork(), which Windows does not have")
+    from mockllm.server.redis_store import reachable
+
+    try:
+        reachable(state)
+    except MockllmError as exc:
+        return exc
+    return None
 
 
 def run_until_interrupted(
@@ -331,6 +372,7 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"mockllm: --scenario-base {base}: not a directory", file=sys.stderr)
         return 2
     options = ServerOptions(
+        state=getattr(args, "state", None) or None,
         no_auth=bool(getattr(args, "no_auth", False)),
         lenient=bool(getattr(args, "lenient", False)),
         admin_token=token,
@@ -349,6 +391,7 @@ def serve_command(args: argparse.Namespace) -> int:
         max_conversations=int(getattr(args, "max_conversations", 10_000)),
         idle_seconds=float(getattr(args, "idle_seconds", 3600.0)),
         watch=_watcher(paths, imported, float(getattr(args, "watch_interval", 0.5))) if watching else None,
+        workers=int(getattr(args, "workers", 1) or 1),
     )
 
 

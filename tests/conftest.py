@@ -79,3 +79,23 @@ def serve() -> Callable[..., AbstractContextManager[BackgroundServer]]:
 @pytest.fixture
 def serve_text() -> Callable[..., AbstractContextManager[str]]:
     return _serve_url
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real Redis for the session (per xdist worker), started on a free port (tests/redis_server.py)."""
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: Any) -> str:
+    """The session's Redis, emptied for this test: ``redis://127.0.0.1:PORT/0``."""
+    redis_server.flush()
+    url: str = redis_server.url
+    return url

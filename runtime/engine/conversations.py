@@ -238,17 +238,9 @@ class ResponseStore:
         self._lock = threading.Lock()
         self._table: OrderedDict[str, StoredResponse] = OrderedDict()
 
-    def put(
-        self,
-        response_id: str,
-        conversation: str,
-        history: tuple[Message, ...],
-        system: str = "",
-        tools: tuple[Tool, ...] = (),
-    ) -> None:
-        now = self._clock.monotonic()
+    def keep(self, response_id: str, stored: StoredResponse) -> None:
         with self._lock:
-            self._table[response_id] = StoredResponse(conversation, history, now, system, tools)
+            self._table[response_id] = stored
             self._table.move_to_end(response_id)
             while len(self._table) > self._max:
                 self._table.popitem(last=False)

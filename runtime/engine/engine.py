@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -40,6 +40,7 @@ from mockllm.runtime.engine.conversations import (
     MachineRecord,
     MachineState,
     ResponseStore,
+    StoredResponse,
     conversation_key,
     stored_key,
 )
@@ -164,6 +165,7 @@ class _Loaded:
     """A library with what the engine precomputes for it; replaced as a whole on load."""
 
     __slots__ = (
+        "_digests",
         "by_predecessor",
         "generations",
         "index",
@@ -204,6 +206,13 @@ class _Loaded:
             for s in m.steps
             if any(c.subject.kind in _INPUT_SUBJECTS for c in s.conditions)
         )
+        self._digests: tuple[str, ...] | None = None
+
+    def digests(self) -> tuple[str, ...]:
+        """Per machine, 16 hex digits of sha256 over its definition (its repr: the same in every process)."""
+        if self._digests is None:
+            self._digests = tuple(hashlib.sha256(repr(m).encode()).hexdigest()[:16] for m in self.library.machines)
+        return self._digests
 
     def eligible(self, mi: int, state: MachineState) -> tuple[int, ...]:
         """Same answer as :meth:`Machine.eligible`, without scanning every step of a long machine."""
@@ -320,6 +329,39 @@ def _status(plan: Plan | None) -> int:
     return 200
 
 
+def continued(chat: ChatRequest, stored: StoredResponse | None) -> tuple[ChatRequest, str, str | None]:
+    """The request with the history it continues prepended (a Responses ``previous_response_id``, an
+    Anthropic thread's ``previous_message_id``; ``stored`` is what was kept under that id), its
+    conversation key, and the id when it names nothing kept (never answered, evicted or reset)."""
+    prev = chat.previous_response_id
+    if not prev:
+        return chat, conversation_key(chat), None
+    if stored is None:
+        return chat, conversation_key(chat), prev
+    chat = attrs.evolve(chat, messages=resolve_tool_names(stored.history + chat.messages))
+    if chat.thread == "continue":  # the thread keeps its system prompt and tools (create-only fields)
+        chat = attrs.evolve(chat, system=chat.system or stored.system, tools=chat.tools or stored.tools)
+    explicit = chat.header(CONVERSATION_HEADER)
+    return chat, stored_key(explicit) if explicit else stored.conversation, None
+
+
+def response_id(seed: str, issued: int) -> str:
+    """The ``issued``-th response id of an engine (50 hex digits); ``seed`` sets processes sharing
+    one state store apart."""
+    return hashlib.sha256(f"mockllm-response-{seed}{issued}".encode()).hexdigest()[:50]
+
+
+@attrs.frozen
+class Turn:
+    """What one request does (:meth:`Engine.turn`): the outcome, the journal entry, the step used
+    (machine, generation, step index) and the response to keep for a later turn (id, response)."""
+
+    outcome: Outcome
+    entry: JournalEntry
+    used: tuple[str, int, int] | None
+    remember: tuple[str, StoredResponse] | None
+
+
 class Engine:
     def __init__(
         self,
@@ -333,6 +375,10 @@ class Engine:
         journal_total_bytes: int = DEFAULT_TOTAL_BYTES,
     ) -> None:
         self._clock: Clock = clock if clock is not None else SystemClock()
+        self.max_conversations = max_conversations  # the bounds, for a store that keeps state elsewhere
+        self.idle_seconds = idle_seconds
+        self.journal_limit = journal_limit
+        self.journal_entry_body_bytes = journal_entry_body_bytes
         self._lock = threading.Lock()  # generations, used steps, response counter
         self._table = ConversationTable(self._clock, max_conversations, idle_seconds)
         self._responses = ResponseStore(self._clock, max_conversations, idle_seconds)
@@ -342,11 +388,16 @@ class Engine:
         self._generation = 0
         self._used: set[tuple[str, int, int]] = set()  # (machine, generation, step index)
         self._issued = 0
+        self.id_seed = ""  # set apart response ids of processes that share a state store
         self._loaded: _Loaded | None = None
         if library is not None:
             self.load(library)
 
     # ---- library ------------------------------------------------------------------------------------
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
 
     @property
     def library(self) -> CompiledLibrary | None:
@@ -377,20 +428,8 @@ class Engine:
     # ---- matching -----------------------------------------------------------------------------------
 
     def _continue(self, chat: ChatRequest) -> tuple[ChatRequest, str, str | None]:
-        """The request with the history it continues prepended (a Responses ``previous_response_id``,
-        an Anthropic thread's ``previous_message_id``), its conversation key, and the id when it names
-        nothing this engine answered (or answered long enough ago to be evicted)."""
         prev = chat.previous_response_id
-        if prev:
-            stored = self._responses.get(prev)
-            if stored is None:
-                return chat, conversation_key(chat), prev
-            chat = attrs.evolve(chat, messages=resolve_tool_names(stored.history + chat.messages))
-            if chat.thread == "continue":  # the thread keeps its system prompt and tools (create-only fields)
-                chat = attrs.evolve(chat, system=chat.system or stored.system, tools=chat.tools or stored.tools)
-            explicit = chat.header(CONVERSATION_HEADER)
-            return chat, stored_key(explicit) if explicit else stored.conversation, None
-        return chat, conversation_key(chat), None
+        return continued(chat, self._responses.get(prev) if prev else None)
 
     def _select(
         self, loaded: _Loaded | None, conv: Conversation, chat: ChatRequest, *, commit: bool, report: bool
@@ -517,9 +556,36 @@ class Engine:
 
     def handle(self, chat: ChatRequest) -> Outcome:
         """Select the step for ``chat``, advance its conversation, plan the reply, journal it."""
-        loaded = self._loaded
         chat, key, missing = self._continue(chat)
         conv = self._table.get(key)
+        with self._lock:
+            self._issued += 1
+            issued = self._issued
+        entry_id = self._journal.next_id()
+        with conv.lock:
+            turn = self.turn(chat, key, missing, conv, response_id(self.id_seed, issued), entry_id)
+        if turn.used is not None:
+            with self._lock:
+                self._used.add(turn.used)
+        self._journal.add(turn.entry)
+        if turn.remember is not None:
+            self._responses.keep(*turn.remember)
+        return turn.outcome
+
+    def turn(
+        self,
+        chat: ChatRequest,
+        key: str,
+        missing: str | None,
+        conv: Conversation,
+        response_id: str,
+        entry_id: int,
+    ) -> Turn:
+        """What ``chat`` does in conversation ``conv`` (whose states the caller owns: the lock held, or a
+        copy): ``conv``'s states advance, and the turn says what to journal, which step was used and
+        which response to keep. No table, journal or clock beyond the journal entry's time is touched,
+        so a shared state store can load the states, call this, and save them."""
+        loaded = self._loaded
         if missing is not None:
             plan: Plan | None = _not_found(chat, missing)
             note: str | None = "mockllm keeps answered responses only within its eviction bounds and until a reset"
@@ -528,8 +594,7 @@ class Engine:
         else:
             want_report = loaded is not None and loaded.library.fallback is None
             try:
-                with conv.lock:
-                    sel = self._select(loaded, conv, chat, commit=True, report=want_report)
+                sel = self._select(loaded, conv, chat, commit=True, report=want_report)
                 plan, failure, note = self._decide(loaded, chat, sel, key)
             except RegexTimeout as exc:  # nothing advanced: the step's conditions never finished
                 sel, failure, note = _Selection(), None, exc.message()
@@ -541,44 +606,37 @@ class Engine:
         if step is not None and machine is not None and loaded is not None:
             used = (machine.name, loaded.generations[sel.machine_index], step.index)
             location = loaded.locations[sel.machine_index][step.index]
-        with self._lock:
-            self._issued += 1
-            response_id = hashlib.sha256(f"mockllm-response-{self._issued}".encode()).hexdigest()[:50]
-            if used is not None:
-                self._used.add(used)
         scenario = machine.name if machine is not None else None
         step_name = step.name if step is not None else None
         no_match = sel.report if plan is None else None
-        entry_id = self._journal.next_id()
-        self._journal.add(
-            JournalEntry(
-                id=entry_id,
-                time=self._clock.now(),
-                conversation=key,
-                provider=chat.provider,
-                endpoint=chat.endpoint,
-                model=chat.model,
-                stream=chat.stream,
-                status=_status(plan),
-                scenario=scenario,
-                step=step_name,
-                location=location,
-                fallback=fallback,
-                echo=sel.echo,
-                no_match=no_match,
-                expectation_failed=failure,
-                response_id=response_id,
-                note=note,
-                # what `mockllm explain` needs, kept only where it explains a failure (bounded memory)
-                body=chat.body if no_match is not None or failure else None,
-            )
+        entry = JournalEntry(
+            id=entry_id,
+            time=self._clock.now(),
+            conversation=key,
+            provider=chat.provider,
+            endpoint=chat.endpoint,
+            model=chat.model,
+            stream=chat.stream,
+            status=_status(plan),
+            scenario=scenario,
+            step=step_name,
+            location=location,
+            fallback=fallback,
+            echo=sel.echo,
+            no_match=no_match,
+            expectation_failed=failure,
+            response_id=response_id,
+            note=note,
+            # what `mockllm explain` needs, kept only where it explains a failure (bounded memory)
+            body=chat.body if no_match is not None or failure else None,
         )
+        remember: tuple[str, StoredResponse] | None = None
         if isinstance(plan, MessagePlan):
             if chat.provider == "responses":
-                self._remember(response_id, key, chat, plan, "call_", 24)
+                remember = (response_id, self._stored(key, chat, plan, "call_", 24))
             elif chat.thread is not None:  # an Anthropic message thread: later turns continue from this id
-                self._remember(anthropic_message_id(response_id), key, chat, plan, "toolu_01", 22)
-        return Outcome(
+                remember = (anthropic_message_id(response_id), self._stored(key, chat, plan, "toolu_01", 22))
+        outcome = Outcome(
             conversation=key,
             entry_id=entry_id,
             plan=plan,
@@ -590,15 +648,14 @@ class Engine:
             expectation_failed=failure,
             response_id=response_id,
         )
+        return Turn(outcome, entry, used, remember)
 
-    def _remember(
-        self, response_id: str, key: str, chat: ChatRequest, plan: MessagePlan, prefix: str, length: int
-    ) -> None:
-        """Keep the history and the reply (its tool calls with the ids the adapter sends: ``prefix`` and
-        ``length`` as in :meth:`PlannedToolCall.id_for`) for a request that continues from ``response_id``."""
+    def _stored(self, key: str, chat: ChatRequest, plan: MessagePlan, prefix: str, length: int) -> StoredResponse:
+        """The history and the reply (its tool calls with the ids the adapter sends: ``prefix`` and
+        ``length`` as in :meth:`PlannedToolCall.id_for`) for a request that continues from this one."""
         calls = tuple(ToolCall(c.id_for(prefix, length), c.name, c.arguments) for c in plan.tool_calls)
         reply = Message(role="assistant", text=plan.text, tool_calls=calls)
-        self._responses.put(response_id, key, (*chat.messages, reply), chat.system, chat.tools)
+        return StoredResponse(key, (*chat.messages, reply), self._clock.monotonic(), chat.system, chat.tools)
 
     def explain(self, chat: ChatRequest) -> Outcome:
         """What :meth:`handle` would answer, without changing any state or the journal. When a fallback
@@ -636,18 +693,22 @@ class Engine:
         JSON, a history the API forbids): nothing was matched or advanced, but ``verify`` reports it,
         since the client got an error the scenarios never asked for. ``chat`` is the parsed request
         when parsing got that far. Only the first 500 characters of the message are kept."""
-        self._journal.add(
-            JournalEntry(
-                id=self._journal.next_id(),
-                time=self._clock.now(),
-                conversation=conversation_key(chat) if chat is not None else "",
-                provider=chat.provider if chat is not None else provider,
-                endpoint=endpoint,
-                model=chat.model if chat is not None else "",
-                stream=chat.stream if chat is not None else False,
-                status=status,
-                rejected=message[:500],
-            )
+        self._journal.add(self.rejected_entry(provider, endpoint, status, message, chat, self._journal.next_id()))
+
+    def rejected_entry(
+        self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None, entry_id: int
+    ) -> JournalEntry:
+        """The journal entry of a refused request (see :meth:`reject`)."""
+        return JournalEntry(
+            id=entry_id,
+            time=self._clock.now(),
+            conversation=conversation_key(chat) if chat is not None else "",
+            provider=chat.provider if chat is not None else provider,
+            endpoint=endpoint,
+            model=chat.model if chat is not None else "",
+            stream=chat.stream if chat is not None else False,
+            status=status,
+            rejected=message[:500],
         )
 
     def reset(self, conversation: str | None = None) -> None:
@@ -677,8 +738,17 @@ class Engine:
 
     def conversation_records(self) -> list[ConversationRecord]:
         """Each live conversation with every scenario's position, use counts and captures in it."""
-        loaded = self._loaded
         now = self._clock.monotonic()
+        live: list[tuple[str, float, Mapping[str, MachineState]]] = []
+        for conv in self._table.snapshot():
+            with conv.lock:
+                states = dict(conv.states) if conv.states is not None else {}
+            live.append((conv.key, max(0.0, now - conv.last_used), states))
+        return self.records(live)
+
+    def records(self, live: Sequence[tuple[str, float, Mapping[str, MachineState]]]) -> list[ConversationRecord]:
+        """The records of conversations given as (key, idle seconds, machine states by scenario)."""
+        loaded = self._loaded
         out: list[ConversationRecord] = []
         secret: dict[str, set[str]] = {}  # per scenario: the captures taken from a credential header
         if loaded is not None:
@@ -686,9 +756,7 @@ class Engine:
                 names = {c.name for st in machine.steps for c in st.captures if is_secret(c.subject)}
                 if names:
                     secret[machine.name] = names
-        for conv in self._table.snapshot():
-            with conv.lock:
-                states = dict(conv.states) if conv.states is not None else {}
+        for key, idle, states in live:
             machines: list[MachineRecord] = []
             if loaded is not None:
                 for mi, machine in enumerate(loaded.library.machines):
@@ -701,25 +769,33 @@ class Engine:
                     for name in secret.get(machine.name, ()) & captures.keys():
                         captures[name] = mask_secret(captures[name])
                     machines.append(MachineRecord(machine.name, position, uses, captures))
-            out.append(ConversationRecord(conv.key, max(0.0, now - conv.last_used), tuple(machines)))
+            out.append(ConversationRecord(key, idle, tuple(machines)))
         return out
 
     def verify(self) -> dict[str, Any]:
         """What a test's teardown asserts on: requests nothing answered, failed expectations, requests
         refused before matching, and steps never used in any conversation since the last reset."""
-        entries = self._journal.entries()
+        with self._lock:
+            used = set(self._used)
+        loaded = self._loaded
+        if loaded is None:
+            return self.verification(self._journal.entries(), lambda mi, step: True)
+        gens = loaded.generations
+        names = [m.name for m in loaded.library.machines]
+        return self.verification(self._journal.entries(), lambda mi, step: (names[mi], gens[mi], step) in used)
+
+    def verification(self, entries: Sequence[JournalEntry], used: Callable[[int, int], bool]) -> dict[str, Any]:
+        """:meth:`verify` over journal ``entries``; ``used(machine index, step index)`` says whether a
+        step of the loaded library was used since the last reset."""
         unmatched = [e.to_json() for e in entries if e.unmatched]
         failures = [e.to_json() for e in entries if e.expectation_failed is not None]
         rejected = [e.to_json() for e in entries if e.rejected is not None]
         unused: list[dict[str, Any]] = []
         loaded = self._loaded
         if loaded is not None:
-            with self._lock:
-                used = set(self._used)
             for mi, machine in enumerate(loaded.library.machines):
-                gen = loaded.generations[mi]
                 for s in machine.steps:
-                    if (machine.name, gen, s.index) not in used:
+                    if not used(mi, s.index):
                         unused.append({"scenario": machine.name, "step": s.name, "location": _location(s.span)})
         return {
             "ok": not unmatched and not failures and not rejected,
@@ -728,6 +804,54 @@ class Engine:
             "rejected": rejected,
             "unused_steps": unused,
         }
+
+    # ---- state kept outside this process (server/redis_store.py) -------------------------------------
+    # Generations are this process's numbers; a shared store names a scenario's definition by a digest
+    # of it instead, which every process loading the same scenario computes alike.
+
+    def digests(self) -> tuple[str, ...]:
+        """Per scenario of the loaded library, a digest of its definition."""
+        loaded = self._loaded
+        return loaded.digests() if loaded is not None else ()
+
+    def export_states(self, states: Mapping[str, MachineState] | None) -> dict[str, list[Any]]:
+        """Machine states as JSON values: scenario -> [digest, position, uses, captures]; states of a
+        definition no longer loaded are left out."""
+        loaded = self._loaded
+        if loaded is None or not states:
+            return {}
+        digests = loaded.digests()
+        out: dict[str, list[Any]] = {}
+        for mi, machine in enumerate(loaded.library.machines):
+            state = states.get(machine.name)
+            if state is not None and state.generation == loaded.generations[mi]:
+                out[machine.name] = [digests[mi], state.position, state.uses, state.captures]
+        return out
+
+    def import_states(self, data: Mapping[str, Any]) -> dict[str, MachineState]:
+        """:meth:`export_states` back: the states whose definition is the one loaded here."""
+        loaded = self._loaded
+        out: dict[str, MachineState] = {}
+        if loaded is None or not data:
+            return out
+        digests = loaded.digests()
+        for mi, machine in enumerate(loaded.library.machines):
+            value = data.get(machine.name)
+            if value is not None and value[0] == digests[mi]:
+                uses = tuple((int(i), int(k)) for i, k in value[2])
+                captures = tuple((str(n), str(v)) for n, v in value[3])
+                out[machine.name] = MachineState(loaded.generations[mi], int(value[1]), uses, captures)
+        return out
+
+    def used_member(self, used: tuple[str, int, int]) -> str | None:
+        """A step used (:attr:`Turn.used`) named by its scenario's digest: ``DIGEST:STEP-INDEX``."""
+        loaded = self._loaded
+        if loaded is None:
+            return None
+        for mi, machine in enumerate(loaded.library.machines):
+            if machine.name == used[0] and loaded.generations[mi] == used[1]:
+                return f"{loaded.digests()[mi]}:{used[2]}"
+        return None
 
 
 __all__ = ["EXPECTATION_PREFIX", "START", "Engine"]

@@ -101,6 +101,7 @@ class JournalEntry:
             body=data.get("body"),
             body_bytes=data.get("body_bytes"),
             body_truncated=bool(data.get("body_truncated", False)),
+            rejected=data.get("rejected"),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -406,10 +406,14 @@ class MockServer:
             raise ServerError(f"mockllm: reset answered {status}: {data}")
 
     def restore(self) -> None:
-        """Back to the library the server started with, every conversation and the journal forgotten."""
+        """Back to the library the server started with, every conversation and the journal forgotten
+        (in the shared store too, when the server keeps its state in Redis)."""
         engine = self._background().engine
         engine.load(self.library)
-        engine.reset()
+        if self.options.state:
+            self.reset()
+        else:
+            engine.reset()
 
     def requests(self) -> list[JournalEntry]:
         """The journal (``GET /_mockllm/requests``), oldest first: one
@@ -459,6 +463,7 @@ def serve(
     shutdown_grace_s: float | None = None,
     base: str | os.PathLike[str] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
+    state: str | None = None,
     options: ServerOptions | None = None,
 ) -> MockServer:
     """A server for ``sources`` (none: the echo responder), started by ``with`` or ``.start()``.
@@ -469,7 +474,9 @@ def serve(
     ``shutdown_grace_s`` is how long open streams may run on when the server stops before they end at
     once, the provider's way (default 5 s). ``base`` is the
     server's scenario base: what ``use "…"`` in script text (given here, to :meth:`MockServer.load` or
-    posted to the admin API) resolves against; default the working directory. ``options``
+    posted to the admin API) resolves against; default the working directory. ``state``
+    (``redis://HOST:PORT/DB``, the ``redis`` extra) keeps conversations and the journal in Redis,
+    shared with every server given the same URL (``mockllm serve --state``). ``options``
     (a full :class:`~mockllm.server.options.ServerOptions`) overrides all of those. A library with
     errors raises :class:`DiagnosticsError` here, before anything starts."""
     from mockllm.server.options import (
@@ -489,5 +496,6 @@ def serve(
         hang_limit_s=DEFAULT_HANG_LIMIT_S if hang_limit_s is None else hang_limit_s,
         max_body_bytes=DEFAULT_MAX_BODY_BYTES if max_body_bytes is None else max_body_bytes,
         shutdown_grace_s=DEFAULT_SHUTDOWN_GRACE_S if shutdown_grace_s is None else shutdown_grace_s,
+        state=state,
     )
     return MockServer(library, host=host, port=port, options=opts)

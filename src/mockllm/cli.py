@@ -392,6 +392,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--server", choices=("hypercorn", "uvicorn", "granian"), default="hypercorn", help="default: hypercorn"
     )
+    p.add_argument(
+        "--state",
+        metavar="URL",
+        help="keep conversation state and the journal in Redis (redis://HOST:PORT/DB), shared by every "
+        "server given the same URL (the 'redis' extra); default: in this process's memory",
+    )
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="serve from N processes on one port (above 1 needs --state; default: 1)",
+    )
     p.add_argument("--no-auth", action="store_true", help="do not check provider credentials")
     p.add_argument("--lenient", action="store_true", help="do not validate conversation histories")
     p.add_argument(

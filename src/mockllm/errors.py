@@ -38,6 +38,7 @@ __all__ = [
     "RegexTimeout",
     "ScriptSyntaxError",
     "ServerError",
+    "StateUnavailable",
     "TemplateError",
     "UsageError",
 ]
@@ -85,6 +86,11 @@ class BuilderError(MockllmError, ValueError):
 
 class ServerError(MockllmError, RuntimeError):
     """A server that does not run: it did not start, it is not started, or its admin API refused."""
+
+
+class StateUnavailable(MockllmError):
+    """The shared state store (``--state redis://…``) cannot be reached or keeps conflicting: the
+    request gets a 503 in its provider's shape, the admin API a 503, with this one-line message."""
 
 
 # ---------------------------------------------------------------------------------------------------------

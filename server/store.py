@@ -1,0 +1,75 @@
+"""Where conversation state and the journal are kept: the state-store interface the server talks to.
+
+The engine (runtime/engine) decides every turn as a function of a conversation's machine states;
+a store keeps those states, the stored responses (``previous_response_id``, Anthropic threads),
+the steps used and the journal. :class:`StateStore` is the embedded default: the engine's own
+tables, in this process's memory, called directly (the hot path does not even await it). A shared
+store (``--state redis://…``, server/redis_store.py) keeps them in Redis so several processes serve
+one library as if they were one server."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mockllm.runtime.engine.engine import Engine
+    from mockllm.runtime.engine.outcome import Outcome
+    from mockllm.runtime.request import ChatRequest
+
+
+class StateStore:
+    """Conversation state and the journal in this process's memory (the engine's own tables)."""
+
+    shared = False  # a shared store's handle() must be awaited; this one's engine is called directly
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @property
+    def description(self) -> str:
+        return "in memory"
+
+    async def handle(self, chat: ChatRequest) -> Outcome:
+        return self.engine.handle(chat)
+
+    def finish(self, entry_id: int, status: int, client_gone: bool = False, note: str | None = None) -> None:
+        """Record the final status of a journalled request (see :meth:`Engine.finish`)."""
+        self.engine.finish(entry_id, status, client_gone, note)
+
+    async def reject(
+        self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None
+    ) -> None:
+        """Journal a request refused before matching (see :meth:`Engine.reject`)."""
+        self.engine.reject(provider, endpoint, status, message, chat)
+
+    async def reset(self, conversation: str | None = None) -> None:
+        self.engine.reset(conversation)
+
+    async def journal_page(self, limit: int, after: int) -> tuple[list[dict[str, Any]], int | None]:
+        return self.engine.journal_page(limit, after)
+
+    async def conversations(self) -> list[dict[str, Any]]:
+        return self.engine.conversations()
+
+    async def verify(self) -> dict[str, Any]:
+        return self.engine.verify()
+
+    async def close(self) -> None:
+        """Release connections (nothing to release in memory)."""
+
+
+def open_store(engine: Engine, url: str | None) -> StateStore:
+    """The store ``--state URL`` names: None for memory, ``redis://HOST:PORT/DB`` for Redis. Raises
+    :class:`~mockllm.errors.UsageError` for a URL it cannot use (another scheme, the extra missing)."""
+    if not url:
+        return StateStore(engine)
+    from mockllm.server.redis_store import RedisStore
+
+    return RedisStore(
+        engine,
+        url,
+        idle_seconds=engine.idle_seconds,
+        journal_limit=engine.journal_limit,
+        entry_body_bytes=engine.journal_entry_body_bytes,
+        cache_size=engine.max_conversations,
+    )
