@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mockllm.errors import MockllmError, StateUnavailable
+from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import LowerCaseHeaders
 from mockllm.runtime.providers.inputs import InputsAdapter, route_functions
@@ -30,7 +31,7 @@ from mockllm.server.admin import ADMIN_PREFIX, admin_mount
 from mockllm.server.body_deadline import BodyDeadline, BodyTimeout
 from mockllm.server.options import ServerOptions
 from mockllm.server.responder import Delivery, deliver, header_bytes, send_whole
-from mockllm.server.routes import GEMINI_EMBED_METHODS, GEMINI_METHODS, ROUTES, RouteSpec, adapter_for, provider_for
+from mockllm.server.routes import ROUTES, RouteSpec, adapter_for, provider_for
 from mockllm.server.routes import split_model_path as _split
 from mockllm.server.shutdown import Shutdown
 from mockllm.server.store import StateStore, open_store
@@ -249,9 +250,7 @@ class ProviderEndpoint:
             handler = self.spec.handler
             if handler == "model_path":
                 model, gmethod = _split(str(scope.get("path_params", {}).get("rest", "")))
-                if gmethod is not None:
-                    provider = "gemini"
-                route_error = _model_path_error(method, model, gmethod)
+                route_error = _model_path_error(method, model, gmethod, registry.entry(provider).model_methods)
                 if route_error is not None:
                     await send_whole(channel, _route_error(state, provider, route_error, method, path))
                     return
@@ -270,11 +269,11 @@ class ProviderEndpoint:
             channel.body_done = True
             http = HttpRequest(method, path, _query(scope), headers, body, path_params)
             gmethod_name = path_params.get("method")
-            gemini_generate = gmethod_name in _GENERATE
-            if handler == "chat" or gemini_generate:
+            operation = registry.entry(provider).model_methods.get(gmethod_name or "")  # `{model}:METHOD`
+            if handler == "chat" or operation == "chat":
                 await self._chat(http, adapter, channel, track, arrived)
-            elif handler == "inputs" or gmethod_name in GEMINI_EMBED_METHODS:
-                route = self.spec.inputs_for(provider) or f"gemini.{gmethod_name}"
+            elif handler == "inputs" or operation == "inputs":
+                route = self.spec.inputs_for(provider) or f"{provider}.{gmethod_name}"
                 inputs = InputsAdapter(adapter, *route_functions(route))
                 await self._chat(http, inputs, channel, track, arrived)
             else:
@@ -387,13 +386,13 @@ class ProviderEndpoint:
         return ollama.version_response(ctx)
 
 
-def _model_path_error(method: str, model: str, gmethod: str | None) -> int | None:
-    """404/405 for `/…/models/{rest}` requests that name no known operation."""
+def _model_path_error(method: str, model: str, gmethod: str | None, methods: Mapping[str, str]) -> int | None:
+    """404/405 for `/…/models/{rest}` requests that name no operation of the provider's (``methods``)."""
     if not model:
         return 404
     if gmethod is None:
         return None if method in ("GET", "HEAD") else 405
-    if gmethod not in GEMINI_METHODS:
+    if gmethod not in methods:
         return 404
     return None if method == "POST" else 405
 

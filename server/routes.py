@@ -8,7 +8,6 @@ the entries' claims on the request's headers."""
 from __future__ import annotations
 
 from mockllm.runtime.providers.registry import (
-    ENTRIES,
     ROUTES,
     Handler,
     RouteSpec,
@@ -17,8 +16,6 @@ from mockllm.runtime.providers.registry import (
 )
 
 __all__ = [
-    "GEMINI_EMBED_METHODS",
-    "GEMINI_METHODS",
     "ROUTES",
     "Handler",
     "RouteSpec",
@@ -26,10 +23,6 @@ __all__ = [
     "provider_for",
     "split_model_path",
 ]
-
-#: every ``{model}:METHOD`` operation a "model_path" route answers, and those that are embeddings
-GEMINI_METHODS = tuple(dict.fromkeys(m for e in ENTRIES for m in e.model_methods))
-GEMINI_EMBED_METHODS = tuple(dict.fromkeys(m for e in ENTRIES for m, h in e.model_methods.items() if h == "inputs"))
 
 
 def split_model_path(rest: str) -> tuple[str, str | None]:

@@ -878,6 +878,95 @@ def test_echo_fallback_streams_word_by_word(url: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# azure_deployments.mockllm — the deployment is the model; a filtered answer says so
+
+
+def azure_client(url: str, deployment: str | None = None) -> openai.AzureOpenAI:
+    return openai.AzureOpenAI(
+        azure_endpoint=url,
+        azure_deployment=deployment,
+        api_version="2024-10-21",
+        api_key="test",
+        default_headers=conversation_headers(),
+    )
+
+
+def test_azure_deployments_answer_by_deployment(url: str) -> None:
+    question: Any = [{"role": "user", "content": "Where is my refund?"}]
+    summary = azure_client(url, "summaries-mini").chat.completions.create(model="gpt-4o-mini", messages=question)
+    answer = azure_client(url).chat.completions.create(model="answers-4o", messages=question)
+    assert summary.choices[0].message.content == "Summary: the customer wants a refund for order 1042."
+    assert (summary.model, answer.model) == ("summaries-mini", "answers-4o")
+    assert answer.choices[0].message.content == "Your refund for order 1042 is on its way."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_azure_deployments_filtered_answer(url: str, stream: bool) -> None:
+    rude: Any = [{"role": "user", "content": "Write something rude about my landlord."}]
+    client = azure_client(url)
+    if stream:
+        chunks = list(client.chat.completions.create(model="answers-4o", messages=rude, stream=True))
+        choice = chunks[-1].model_dump()["choices"][0]
+        assert chunks[0].model_dump()["prompt_filter_results"][0]["prompt_index"] == 0
+    else:
+        choice = client.chat.completions.create(model="answers-4o", messages=rude).model_dump()["choices"][0]
+    assert choice["finish_reason"] == "content_filter"
+    assert choice["content_filter_results"]["violence"] == {"filtered": True, "severity": "medium"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# vertex_quota.mockllm — a 429 the SDK retries, then a function-call round trip
+
+
+def vertex_client(url: str, retry: gtypes.HttpRetryOptions | None = None) -> genai.Client:
+    from google.oauth2.credentials import Credentials
+
+    options = gtypes.HttpOptions(base_url=url, headers=conversation_headers(), retry_options=retry)
+    return genai.Client(
+        vertexai=True,
+        project="test",
+        location="us-central1",
+        credentials=Credentials(token="test"),
+        http_options=options,
+    )
+
+
+FORECAST = gtypes.FunctionDeclaration(
+    name="get_forecast",
+    parameters_json_schema={"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
+)
+FORECAST_CONFIG = gtypes.GenerateContentConfig(
+    tools=[gtypes.Tool(function_declarations=[FORECAST])],
+    automatic_function_calling=gtypes.AutomaticFunctionCallingConfig(disable=True),
+)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_vertex_quota_retried_then_round_trip(url: str, stream: bool) -> None:
+    g = vertex_client(url, gtypes.HttpRetryOptions(attempts=2, initial_delay=0.01, jitter=0))
+    chat = g.chats.create(model=GEMINI_MODEL, config=FORECAST_CONFIG)
+    first = chat.send_message("What is the forecast for Kyoto?")
+    assert [(c.name, c.args) for c in first.function_calls or []] == [("get_forecast", {"city": "Kyoto", "days": 3})]
+    result = gtypes.Part.from_function_response(name="get_forecast", response={"result": "sun"})
+    if stream:
+        answer = "".join(chunk.text or "" for chunk in chat.send_message_stream(result))
+    else:
+        answer = chat.send_message(result).text or ""
+    assert answer == "Expect sun in Kyoto for the next three days."
+
+
+def test_vertex_quota_without_retry_options_raises(url: str) -> None:
+    g = vertex_client(url)
+    with pytest.raises(genai.errors.ClientError) as info:
+        g.models.generate_content(model=GEMINI_MODEL, contents="What is the forecast for Lima?", config=FORECAST_CONFIG)
+    assert (info.value.code, info.value.status) == (429, "RESOURCE_EXHAUSTED")
+    again = g.models.generate_content(
+        model=GEMINI_MODEL, contents="What is the forecast for Lima?", config=FORECAST_CONFIG
+    )
+    assert [(c.name, c.args) for c in again.function_calls or []] == [("get_forecast", {"city": "Lima", "days": 3})]
+
+
+# ---------------------------------------------------------------------------------------------------------
 # docs/cookbook.md quotes the scripts verbatim
 
 

@@ -79,6 +79,12 @@ BY_PATH = """
 /v2/embed cohere
 /v2/rerank cohere
 /v1/embeddings openai
+/openai/deployments/gpt-4o/chat/completions azure
+/openai/v1/embeddings azure
+/openai/deployments/gpt-4o/completions azure
+/v1/projects/p/locations/l/publishers/google/models/gemini-2.5-flash:generateContent vertex
+/v1beta1/publishers/google/models/gemini-2.5-flash:countTokens vertex
+/v1beta1/projects/p/locations/l/endpoints/e:predict vertex
 /nowhere openai
 """
 
@@ -174,6 +180,10 @@ def test_recorded_chat_paths() -> None:
     assert registry.recorded_provider("POST", "/v1beta/models/gemini-2.5-flash:streamGenerateContent") == "gemini"
     assert registry.recorded_provider("POST", "/v1beta/models/m:embedContent") is None
     assert registry.recorded_provider("GET", "/v1/chat/completions") is None
+    assert registry.recorded_provider("POST", "/openai/deployments/gpt4o/chat/completions") == "azure"
+    assert registry.recorded_provider("POST", "/openai/v1/chat/completions") == "azure"
+    vertex = "/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent"
+    assert registry.recorded_provider("POST", vertex) == "vertex"
 
 
 def test_upstream_for_openai_also_serves_responses_unless_given() -> None:

@@ -103,9 +103,14 @@ def test_scenarios_of_the_previous_test_are_gone(mockllm):
 
 
 def test_builder_load_and_env(mockllm_env):
-    mockllm_env.load(m.scenario("Built").step("one").when(m.last_user_message().is_("ping")).reply(m.text("pong")))
+    mockllm_env.load(
+        m.scenario("Built").step("one").when(m.last_user_message().is_("ping")).repeat(2).reply(m.text("pong"))
+    )
     client = openai.OpenAI(max_retries=0)  # OPENAI_BASE_URL and OPENAI_API_KEY come from mockllm_env
     reply = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "ping"}])
+    assert reply.choices[0].message.content == "pong"
+    azure = openai.AzureOpenAI(max_retries=0)  # AZURE_OPENAI_ENDPOINT, its key and OPENAI_API_VERSION too
+    reply = azure.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "ping"}])
     assert reply.choices[0].message.content == "pong"
 
 

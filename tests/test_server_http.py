@@ -27,6 +27,8 @@ ANTHROPIC_BEARER = {"authorization": "Bearer k", "anthropic-version": "2026-10-2
 GEMINI_AUTH = {"x-goog-api-key": "g"}
 USER = [{"role": "user", "content": "hello there"}]
 GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": "hello there"}]}]
+AZURE_PATH = "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+VERTEX_PATH = "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash"
 
 
 def request(provider: str) -> tuple[str, dict[str, Any], dict[str, str]]:
@@ -39,23 +41,30 @@ def request(provider: str) -> tuple[str, dict[str, Any], dict[str, str]]:
         return "/v1/messages", {"model": "claude-x", "max_tokens": 50, "messages": USER}, ANTHROPIC_AUTH
     if provider == "gemini":
         return "/v1beta/models/gemini-2.5-flash:generateContent", {"contents": GEMINI_CONTENTS}, GEMINI_AUTH
+    if provider == "azure":
+        return AZURE_PATH, {"model": "gpt-4o", "messages": USER}, {"api-key": "k"}
+    if provider == "vertex":
+        return VERTEX_PATH + ":generateContent", {"contents": GEMINI_CONTENTS}, OPENAI_AUTH
     assert provider == "ollama"
     return "/api/chat", {"model": "llama3.2", "stream": False, "messages": USER}, {}
 
 
-PROVIDERS = ["openai", "responses", "anthropic", "gemini", "ollama"]
+PROVIDERS = ["openai", "responses", "anthropic", "gemini", "ollama", "azure", "vertex"]
 
 
 def error_message(provider: str, response: httpx.Response) -> str:
     """The message of an error body, asserting it has ``provider``'s shape."""
     body = response.json()
-    if provider in ("openai", "responses"):
+    if provider in ("openai", "responses") or (provider == "azure" and "type" in body["error"]):
         assert set(body) == {"error"} and {"message", "type", "param", "code"} <= set(body["error"])
+        return str(body["error"]["message"])
+    if provider == "azure":  # what Azure's gateway answers itself
+        assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}
         return str(body["error"]["message"])
     if provider == "anthropic":
         assert body["type"] == "error" and body["error"]["type"] and "request_id" in body
         return str(body["error"]["message"])
-    if provider == "gemini":
+    if provider in ("gemini", "vertex"):
         assert body["error"]["code"] == response.status_code and body["error"]["status"].isupper()
         return str(body["error"]["message"])
     assert provider == "ollama"
@@ -208,6 +217,8 @@ def test_wrong_types_are_a_4xx_in_the_providers_shape(echo: BackgroundServer, pr
         ("POST", "/v1beta/cachedContents", "gemini"),
         ("POST", "/v1beta/models/gemini-2.5-flash:predictLongRunning", "gemini"),
         ("POST", "/v1/models/gemini-2.5-flash:predictLongRunning", "gemini"),
+        ("POST", "/openai/deployments/gpt-4o/completions", "azure"),
+        ("POST", VERTEX_PATH + ":predictLongRunning", "vertex"),
     ],
 )
 def test_unknown_routes_are_a_404_in_the_shape_the_path_suggests(
@@ -228,6 +239,8 @@ def test_unknown_routes_are_a_404_in_the_shape_the_path_suggests(
         ("POST", "/api/tags", "ollama"),
         ("GET", "/v1beta/models/gemini-2.5-flash:generateContent", "gemini"),
         ("POST", "/v1/models", "openai"),
+        ("GET", "/openai/v1/chat/completions", "azure"),
+        ("GET", VERTEX_PATH + ":generateContent", "vertex"),
     ],
 )
 def test_a_wrong_method_is_a_405_in_the_providers_shape(
@@ -270,7 +283,7 @@ def test_a_huge_body_is_refused_without_breaking_the_connection(serve: Serve) ->
 # Auth presence
 
 
-@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini"])
+@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini", "azure", "vertex"])
 def test_missing_credentials_are_refused_as_the_real_api_would(echo: BackgroundServer, provider: str) -> None:
     path, body, _ = request(provider)
     r = HTTP.post(echo.url + path, json=body)

@@ -94,7 +94,30 @@ def _gemini_method(path: str, headers: Mapping[str, str]) -> bool:
     return ":" in path.rsplit("/", 1)[-1] or "x-goog-api-key" in headers
 
 
+_VERTEX_MODEL = "/publishers/google/models/{rest:path}"
+#: the ``{model}:METHOD`` operations Gemini and Vertex share
+_GENERATE: dict[str, Handler] = {
+    "generateContent": "chat",
+    "streamGenerateContent": "chat",
+    "countTokens": "count_tokens",
+}
+
 ENTRIES: tuple[ProviderEntry, ...] = (
+    ProviderEntry(  # before openai: its recorded chat paths end as OpenAI's do
+        name="azure",
+        adapter="azure:AzureAdapter",
+        routes=(
+            Route("/openai/deployments/{deployment}/chat/completions", ("POST",), "chat"),
+            Route("/openai/deployments/{deployment}/embeddings", ("POST",), "inputs", "azure.embeddings"),
+            Route("/openai/v1/chat/completions", ("POST",), "chat"),
+            Route("/openai/v1/embeddings", ("POST",), "inputs", "azure.embeddings"),
+        ),
+        upstream="https://YOUR-RESOURCE.openai.azure.com",  # every resource has its own: --upstream azure=URL
+        prefixes=("/openai/",),
+        chat_path="/openai/v1/chat/completions",  # needs no api-version
+        recorded=r"/openai/(?:deployments/[^/]+|v1)/chat/completions$",
+        inputs="azure",
+    ),
     ProviderEntry(
         name="openai",
         adapter="openai_chat:OpenAIChatAdapter",
@@ -129,6 +152,22 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         upstream="https://api.anthropic.com",
         prefixes=("/v1/messages",),
     ),
+    ProviderEntry(  # before gemini: its recorded paths end as Gemini's do
+        name="vertex",
+        adapter="vertex:VertexAdapter",
+        routes=tuple(
+            Route(f"/{version}{project}{_VERTEX_MODEL}", ("POST",), "model_path")
+            for version in ("v1", "v1beta1")
+            for project in ("/projects/{project}/locations/{location}", "")  # "": express mode (an API key)
+        ),
+        upstream="https://aiplatform.googleapis.com",
+        chat_path="/v1/projects/mockllm/locations/us-central1/publishers/google/models/{model}:generateContent",
+        recorded=r"/publishers/google/models/[^/:]+:(?:generateContent|streamGenerateContent)$",
+        prefixes=("/v1/projects/", "/v1/publishers/", "/v1beta1/"),
+        inputs="vertex",
+        default_model="gemini-2.0-flash",
+        model_methods={**_GENERATE, "embedContent": "inputs", "batchEmbedContents": "inputs", "predict": "inputs"},
+    ),
     ProviderEntry(
         name="gemini",
         adapter="gemini:GeminiAdapter",
@@ -145,13 +184,7 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         prefixes=("/v1beta/",),
         inputs="embed_gemini",
         default_model="gemini-2.0-flash",
-        model_methods={
-            "generateContent": "chat",
-            "streamGenerateContent": "chat",
-            "countTokens": "count_tokens",
-            "embedContent": "inputs",
-            "batchEmbedContents": "inputs",
-        },
+        model_methods={**_GENERATE, "embedContent": "inputs", "batchEmbedContents": "inputs"},
     ),
     ProviderEntry(
         name="ollama",

@@ -242,7 +242,7 @@ def _subject(kind: n.SubjectKind, arg: str | None = None) -> SubjectBuilder:
 
 
 def provider() -> SubjectBuilder:
-    """``provider``: openai, anthropic, gemini, ollama or responses."""
+    """``provider``: one of ``mockllm.dsl.providers.PROVIDERS`` (openai, anthropic, gemini, ollama, responses, …)."""
     return _subject("provider")
 
 

@@ -256,15 +256,21 @@ def mockllm(mockllm_server: MockServer, request: pytest.FixtureRequest) -> Itera
 
 @pytest.fixture
 def mockllm_env(mockllm: MockLLM, monkeypatch: pytest.MonkeyPatch) -> MockLLM:
-    """``mockllm``, with ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL`` and
-    ``OLLAMA_HOST`` pointing at the server and the API keys set to ``mockllm`` where unset."""
+    """``mockllm``, with ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``,
+    ``OLLAMA_HOST``, ``AZURE_OPENAI_ENDPOINT`` and ``GOOGLE_VERTEX_BASE_URL`` pointing at the server, the
+    API keys set to ``mockllm`` and ``OPENAI_API_VERSION`` (Azure's) to ``2024-10-21`` where unset."""
     monkeypatch.setenv("OPENAI_BASE_URL", mockllm.openai_base_url)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", mockllm.anthropic_base_url)
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", mockllm.gemini_base_url)
     monkeypatch.setenv("OLLAMA_HOST", mockllm.ollama_host)
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", mockllm.url)
+    monkeypatch.setenv("GOOGLE_VERTEX_BASE_URL", mockllm.url)
+    unset = {
+        key: "mockllm" for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY")
+    }
+    for key, value in {**unset, "OPENAI_API_VERSION": "2024-10-21"}.items():
         if not os.environ.get(key):
-            monkeypatch.setenv(key, "mockllm")
+            monkeypatch.setenv(key, value)
     return mockllm
 
 

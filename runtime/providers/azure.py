@@ -1,0 +1,189 @@
+"""Azure OpenAI (docs/providers/azure.md): OpenAI's Chat Completions and embeddings bodies on Azure's
+routes, with Azure's gateway checks, error shape and content-filter annotations.
+
+Routes: ``/openai/deployments/{deployment}/chat/completions`` and ``…/embeddings`` (``api-version``
+required), and the v1 routes ``/openai/v1/chat/completions`` and ``/openai/v1/embeddings`` (no
+``api-version``). On a deployment route the deployment is the model the scenario sees, whatever the
+body's ``model`` says (the body may leave it out). The OpenAI adapters parse and render; this module
+only adds what Azure adds:
+
+- auth: an ``api-key`` header or a Bearer token, else 401 in Azure's gateway shape;
+- ``api-version``: missing on a deployment route → 404 ``Resource not found``, not a dated version
+  (``2024-10-21``, ``2025-04-01-preview``) → 400 ``API version not supported``, as Azure answers;
+- errors the gateway raises (401, 403, 404, 408, 429) are ``{"error": {"code": "429", "message"}}``;
+  the model's own errors (400, 5xx) keep OpenAI's shape, as Azure passes them through;
+- ``prompt_filter_results`` on the answer (streamed: a first chunk of its own, with empty ``id``,
+  ``model`` and ``choices``, as Azure sends it) and ``content_filter_results`` on every choice;
+  ``finish content_filter`` reports the answer filtered for violence.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from typing import Any
+
+import attrs
+
+from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.common import JSON_MEDIA, json_bytes, json_response, load_json_object, sse_frame
+from mockllm.runtime.providers.embed_openai import parse_embeddings, render_embeddings
+from mockllm.runtime.providers.inputs import Parse, Render
+from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter, completion_payload, reply_headers
+from mockllm.runtime.reply.plan import MessagePlan
+from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
+
+__all__ = ["ROUTES", "AzureAdapter", "deployment_of"]
+
+NO_KEY_MESSAGE = (
+    "Access denied due to missing subscription key. Make sure to include subscription key when making "
+    "requests to an API."
+)
+NOT_FOUND_MESSAGE = "Resource not found"
+BAD_VERSION_MESSAGE = "API version not supported"
+#: statuses Azure's gateway answers itself, in its own shape; the rest come from the model, in OpenAI's
+GATEWAY_STATUSES = frozenset({401, 403, 404, 408, 429})
+
+_DEPLOYMENT = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/")
+_VERSION = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2})(?:-preview)?$")
+_V1_VERSIONS = frozenset({"v1", "preview", "latest"})
+
+_SAFE = {"filtered": False, "severity": "safe"}
+_OUTPUT_FILTERS = {"hate": _SAFE, "self_harm": _SAFE, "sexual": _SAFE, "violence": _SAFE}
+_FILTERED = {**_OUTPUT_FILTERS, "violence": {"filtered": True, "severity": "medium"}}
+_PROMPT_FILTERS = {**_OUTPUT_FILTERS, "jailbreak": {"filtered": False, "detected": False}}
+PROMPT_FILTER_RESULTS = ({"prompt_index": 0, "content_filter_results": _PROMPT_FILTERS},)
+
+
+def deployment_of(http: HttpRequest) -> str | None:
+    """The deployment a ``/openai/deployments/{deployment}/…`` request names; None on the v1 routes."""
+    found = http.path_params.get("deployment")
+    if found:
+        return found
+    match = _DEPLOYMENT.match(http.path)
+    return match["deployment"] if match else None
+
+
+def _check_version(http: HttpRequest, deployment: str | None) -> None:
+    """Azure's answer to a missing or malformed ``api-version``: deployment routes need a dated one;
+    the v1 routes take none (or ``v1``, ``preview``, ``latest``)."""
+    version = http.query.get("api-version")
+    if deployment is None:
+        if version is not None and version not in _V1_VERSIONS and not _VERSION.match(version):
+            raise ProviderError(400, BAD_VERSION_MESSAGE, code="BadRequest")
+        return
+    if version is None:
+        raise ProviderError(404, NOT_FOUND_MESSAGE, code="404")
+    match = _VERSION.match(version)
+    if match is None or not _is_date(match["date"]):
+        raise ProviderError(400, BAD_VERSION_MESSAGE, code="BadRequest")
+
+
+def _is_date(text: str) -> bool:
+    try:
+        return datetime.date.fromisoformat(text).year >= 2022
+    except ValueError:
+        return False
+
+
+def _with_deployment(http: HttpRequest) -> tuple[HttpRequest, str | None]:
+    """The request with Azure's checks made, and its body naming the deployment as its model when the
+    body leaves ``model`` out (the OpenAI parsers require it; Azure's deployment routes do not)."""
+    deployment = deployment_of(http)
+    _check_version(http, deployment)
+    if deployment is None:
+        return http, None
+    body = load_json_object(http.body)
+    if "model" not in body:
+        http = attrs.evolve(http, body=json_bytes({**body, "model": deployment}))
+    return http, deployment
+
+
+def _as_azure(chat: ChatRequest, deployment: str | None) -> ChatRequest:
+    return attrs.evolve(chat, provider="azure", model=deployment if deployment is not None else chat.model)
+
+
+def _headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
+    return (("apim-request-id", _uuid(ctx.request_id)), ("x-request-id", ctx.request_id))
+
+
+def _uuid(request_id: str) -> str:
+    digits = (request_id.removeprefix("req_") + "0" * 32)[:32]
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+class AzureAdapter(OpenAIChatAdapter):
+    """Chat completions on Azure's routes: OpenAI's parsing, history rules and rendering, plus Azure's
+    checks, error shape and content-filter fields."""
+
+    provider: Provider = "azure"
+
+    def check_auth(self, http: HttpRequest) -> ProviderError | None:
+        if http.headers.get("api-key", "").strip() or super().check_auth(http) is None:
+            return None
+        return ProviderError(401, NO_KEY_MESSAGE, code="401")
+
+    def parse(self, http: HttpRequest) -> ChatRequest:
+        http, deployment = _with_deployment(http)
+        return _as_azure(super().parse(http), deployment)
+
+    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        headers = (*reply_headers(plan, ctx), *_headers(ctx)[:1])
+        if chat.stream:
+            rendered = super().render(plan, chat, ctx)
+            filtered = plan.finish == "content_filter"
+            first = sse_frame({"choices": [], "created": 0, "id": "", "model": "", "object": "", **_prompt()})
+            frames = (first, *(_annotated(frame, filtered) for frame in rendered.frames or ()))
+            return attrs.evolve(rendered, headers=headers, frames=frames)
+        payload = completion_payload(plan, ctx)
+        for choice in payload["choices"]:
+            choice["content_filter_results"] = _FILTERED if plan.finish == "content_filter" else _OUTPUT_FILTERS
+        payload.update(_prompt())
+        return Rendered(200, JSON_MEDIA, headers=headers, body=json_bytes(payload))
+
+    def render_error(
+        self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
+    ) -> Rendered:
+        """Azure's gateway shape ``{"error": {"code", "message"}}`` for what the gateway answers (auth,
+        routes, versions, rate limits); OpenAI's shape for the model's own errors."""
+        if status in GATEWAY_STATUSES or code == "BadRequest":
+            error = {"code": code if code is not None else str(status), "message": message}
+            return json_response({"error": error}, status=status, headers=_headers(ctx))
+        rendered = super().render_error(status, message, ctx, code, param)
+        return attrs.evolve(rendered, headers=(*rendered.headers, *_headers(ctx)[:1]))
+
+
+def _prompt() -> dict[str, Any]:
+    return {"prompt_filter_results": [dict(r) for r in PROMPT_FILTER_RESULTS]}
+
+
+def _annotated(frame: Frame, filtered: bool) -> Frame:
+    """One of OpenAI's chunks with Azure's ``content_filter_results`` on each choice: the categories
+    on a chunk that carries text, ``{}`` on the others (the role chunk, tool calls, the finish)."""
+    data = frame.data
+    if not data.startswith(b"data: {"):
+        return frame  # [DONE]
+    chunk = json.loads(data[len(b"data: ") :])
+    choices = chunk.get("choices")
+    if not choices:
+        return frame  # the usage chunk
+    for choice in choices:
+        delta = choice.get("delta") or {}
+        said = bool(delta.get("content") or delta.get("refusal"))
+        if filtered and choice.get("finish_reason") == "content_filter":
+            choice["content_filter_results"] = _FILTERED
+        else:
+            choice["content_filter_results"] = _OUTPUT_FILTERS if said else {}
+    return Frame(sse_frame(chunk).data, content=frame.content)
+
+
+# ---------------------------------------------------------------- embeddings
+
+
+def parse_embeddings_azure(http: HttpRequest) -> ChatRequest:
+    http, deployment = _with_deployment(http)
+    return _as_azure(parse_embeddings(http), deployment)
+
+
+ROUTES: dict[str, tuple[Parse, Render]] = {"azure.embeddings": (parse_embeddings_azure, render_embeddings)}
