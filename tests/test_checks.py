@@ -128,7 +128,8 @@ def test_valid_conditions_pass(condition: Condition) -> None:
         (
             cond("provider", "is", "bedrock"),
             "unknown provider `bedrock`",
-            "providers are `openai`, `anthropic`, `gemini`, `ollama`, `responses`, `cohere`, `mistral`, `azure` and `vertex`",
+            "providers are `openai`, `anthropic`, `gemini`, `ollama`, `responses`, `cohere`, `mistral`, `azure`"
+            " and `vertex`",
         ),
         (cond("tools", "include", 3), "`include` takes a string, not 3", None),
         (cond("field", "at_most", "x", arg="n"), '`is at most` takes a number, not "x"', None),

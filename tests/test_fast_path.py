@@ -392,8 +392,22 @@ def test_other_methods_and_paths_still_go_through_starlette() -> None:
 
     app = make_app(SCRIPT)
     assert isinstance(app, MockllmApp)
-    chat = {"/v1/chat/completions", "/v1/responses", "/v1/messages", "/api/chat", "/v2/chat", "/openai/v1/chat/completions"}
-    inputs = {"/v1/embeddings", "/v1/moderations", "/api/embed", "/api/embeddings", "/v2/embed", "/openai/v1/embeddings"}
+    chat = {
+        "/v1/chat/completions",
+        "/v1/responses",
+        "/v1/messages",
+        "/api/chat",
+        "/v2/chat",
+        "/openai/v1/chat/completions",
+    }
+    inputs = {
+        "/v1/embeddings",
+        "/v1/moderations",
+        "/api/embed",
+        "/api/embeddings",
+        "/v2/embed",
+        "/openai/v1/embeddings",
+    }
     assert set(app.fast_routes) == chat | inputs
     missing = run_app(app, b"{}", path="/v1/chat/completion")
     assert missing[0]["status"] == 404
