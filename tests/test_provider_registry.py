@@ -75,6 +75,8 @@ BY_PATH = """
 /api/chat ollama
 /api/ps ollama
 /api ollama
+/model/amazon.nova-pro-v1:0/converse bedrock
+/model/m/count-tokens bedrock
 /nowhere openai
 """
 

@@ -25,6 +25,8 @@ OPENAI_AUTH = {"authorization": "Bearer sk-test"}
 ANTHROPIC_AUTH = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
 ANTHROPIC_BEARER = {"authorization": "Bearer k", "anthropic-version": "2026-10-21"}
 GEMINI_AUTH = {"x-goog-api-key": "g"}
+BEDROCK_NS = "http://internal.amazon.com/coral/com.amazon.bedrock/"
+BEDROCK_AUTH = {"authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/bedrock/aws4_request"}
 USER = [{"role": "user", "content": "hello there"}]
 GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": "hello there"}]}]
 
@@ -39,11 +41,14 @@ def request(provider: str) -> tuple[str, dict[str, Any], dict[str, str]]:
         return "/v1/messages", {"model": "claude-x", "max_tokens": 50, "messages": USER}, ANTHROPIC_AUTH
     if provider == "gemini":
         return "/v1beta/models/gemini-2.5-flash:generateContent", {"contents": GEMINI_CONTENTS}, GEMINI_AUTH
+    if provider == "bedrock":
+        messages = [{"role": "user", "content": [{"text": "hello there"}]}]
+        return "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse", {"messages": messages}, BEDROCK_AUTH
     assert provider == "ollama"
     return "/api/chat", {"model": "llama3.2", "stream": False, "messages": USER}, {}
 
 
-PROVIDERS = ["openai", "responses", "anthropic", "gemini", "ollama"]
+PROVIDERS = ["openai", "responses", "anthropic", "gemini", "ollama", "bedrock"]
 
 
 def error_message(provider: str, response: httpx.Response) -> str:
@@ -58,6 +63,9 @@ def error_message(provider: str, response: httpx.Response) -> str:
     if provider == "gemini":
         assert body["error"]["code"] == response.status_code and body["error"]["status"].isupper()
         return str(body["error"]["message"])
+    if provider == "bedrock":
+        assert set(body) == {"message"} and response.headers["x-amzn-errortype"].endswith("Exception:" + BEDROCK_NS)
+        return str(body["message"])
     assert provider == "ollama"
     assert set(body) == {"error"} and isinstance(body["error"], str)
     return str(body["error"])
@@ -208,6 +216,7 @@ def test_wrong_types_are_a_4xx_in_the_providers_shape(echo: BackgroundServer, pr
         ("POST", "/v1beta/cachedContents", "gemini"),
         ("POST", "/v1beta/models/gemini-2.5-flash:predictLongRunning", "gemini"),
         ("POST", "/v1/models/gemini-2.5-flash:predictLongRunning", "gemini"),
+        ("POST", "/model-invocation-job", "openai"),
     ],
 )
 def test_unknown_routes_are_a_404_in_the_shape_the_path_suggests(
@@ -228,6 +237,7 @@ def test_unknown_routes_are_a_404_in_the_shape_the_path_suggests(
         ("POST", "/api/tags", "ollama"),
         ("GET", "/v1beta/models/gemini-2.5-flash:generateContent", "gemini"),
         ("POST", "/v1/models", "openai"),
+        ("GET", "/model/amazon.nova-pro-v1:0/converse", "bedrock"),
     ],
 )
 def test_a_wrong_method_is_a_405_in_the_providers_shape(
@@ -270,7 +280,7 @@ def test_a_huge_body_is_refused_without_breaking_the_connection(serve: Serve) ->
 # Auth presence
 
 
-@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini"])
+@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini", "bedrock"])
 def test_missing_credentials_are_refused_as_the_real_api_would(echo: BackgroundServer, provider: str) -> None:
     path, body, _ = request(provider)
     r = HTTP.post(echo.url + path, json=body)

@@ -158,6 +158,18 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         prefixes=("/api/",),
         inputs="embed_ollama",
     ),
+    ProviderEntry(
+        name="bedrock",
+        adapter="bedrock:BedrockAdapter",
+        # converse, converse-stream, invoke, invoke-with-response-stream: the adapter reads the
+        # operation (and the model id, which may hold `/` once decoded) from the path
+        routes=(Route("/model/{rest:path}", ("POST",), "chat"),),
+        upstream="https://bedrock-runtime.us-east-1.amazonaws.com",
+        chat_path="/model/{model}/converse",
+        default_model="anthropic.claude-3-5-sonnet-20240620-v1:0",
+        recorded=r"(?!)",  # no recording reader yet: recorded Bedrock traffic is passed over
+        prefixes=("/model/",),
+    ),
 )
 
 BY_NAME: dict[str, ProviderEntry] = {e.name: e for e in ENTRIES}
