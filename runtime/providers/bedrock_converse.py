@@ -209,12 +209,6 @@ def _stop_reason(plan: MessagePlan) -> str:
     return "content_filtered" if plan.refusal is not None else STOP_REASONS.get(plan.finish, "end_turn")
 
 
-def _text(plan: MessagePlan) -> tuple[str, tuple[str, ...]]:
-    if plan.text or plan.refusal is None:
-        return plan.text, pieces(plan.text_chunks, plan.text)
-    return plan.refusal, (plan.refusal,)
-
-
 def _usage(plan: MessagePlan) -> dict[str, int]:
     return {
         "inputTokens": plan.input_tokens,
@@ -243,7 +237,7 @@ def render_converse(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) ->
     if plan.thinking is not None:
         reasoning = {"reasoningText": {"text": plan.thinking, "signature": signature(plan.thinking)}}
         content.append({"reasoningContent": reasoning})
-    text, _ = _text(plan)
+    text = plan.text or plan.refusal or ""  # the refusal's wording when there is no text
     if text:
         content.append({"text": text})
     for call in plan.tool_calls:
