@@ -11,6 +11,7 @@ from mockllm.dsl.diagnostics import Diagnostic, has_errors, render
 from mockllm.dsl.machines.compiler import load_and_compile
 from mockllm.dsl.parse.loader import Library
 from mockllm.dsl.span import Span
+from mockllm.dsl.tree.describe import PROVIDERS
 from mockllm.dsl.tree.nodes import (
     After,
     Body,
@@ -126,10 +127,9 @@ def test_valid_conditions_pass(condition: Condition) -> None:
         ),
         (cond("provider", "is", "opnai"), "unknown provider `opnai`", "did you mean `openai`?"),
         (
-            cond("provider", "is", "bedrock"),
-            "unknown provider `bedrock`",
-            "providers are `openai`, `anthropic`, `gemini`, `ollama`, `responses`, `cohere`, `mistral`, `azure`"
-            " and `vertex`",
+            cond("provider", "is", "deepseek"),
+            "unknown provider `deepseek`",
+            "providers are " + ", ".join(f"`{p}`" for p in PROVIDERS[:-1]) + f" and `{PROVIDERS[-1]}`",
         ),
         (cond("tools", "include", 3), "`include` takes a string, not 3", None),
         (cond("field", "at_most", "x", arg="n"), '`is at most` takes a number, not "x"', None),

@@ -85,6 +85,8 @@ BY_PATH = """
 /v1/projects/p/locations/l/publishers/google/models/gemini-2.5-flash:generateContent vertex
 /v1beta1/publishers/google/models/gemini-2.5-flash:countTokens vertex
 /v1beta1/projects/p/locations/l/endpoints/e:predict vertex
+/model/amazon.nova-pro-v1:0/converse bedrock
+/model/m/count-tokens bedrock
 /nowhere openai
 """
 

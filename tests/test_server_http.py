@@ -25,6 +25,8 @@ OPENAI_AUTH = {"authorization": "Bearer sk-test"}
 ANTHROPIC_AUTH = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
 ANTHROPIC_BEARER = {"authorization": "Bearer k", "anthropic-version": "2026-10-21"}
 GEMINI_AUTH = {"x-goog-api-key": "g"}
+BEDROCK_NS = "http://internal.amazon.com/coral/com.amazon.bedrock/"
+BEDROCK_AUTH = {"authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/bedrock/aws4_request"}
 USER = [{"role": "user", "content": "hello there"}]
 GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": "hello there"}]}]
 AZURE_PATH = "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
@@ -45,11 +47,14 @@ def request(provider: str) -> tuple[str, dict[str, Any], dict[str, str]]:
         return AZURE_PATH, {"model": "gpt-4o", "messages": USER}, {"api-key": "k"}
     if provider == "vertex":
         return VERTEX_PATH + ":generateContent", {"contents": GEMINI_CONTENTS}, OPENAI_AUTH
+    if provider == "bedrock":
+        messages = [{"role": "user", "content": [{"text": "hello there"}]}]
+        return "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse", {"messages": messages}, BEDROCK_AUTH
     assert provider == "ollama"
     return "/api/chat", {"model": "llama3.2", "stream": False, "messages": USER}, {}
 
 
-PROVIDERS = ["openai", "responses", "anthropic", "gemini", "ollama", "azure", "vertex"]
+PROVIDERS = ["openai", "responses", "anthropic", "gemini", "ollama", "azure", "vertex", "bedrock"]
 
 
 def error_message(provider: str, response: httpx.Response) -> str:
@@ -67,6 +72,9 @@ def error_message(provider: str, response: httpx.Response) -> str:
     if provider in ("gemini", "vertex"):
         assert body["error"]["code"] == response.status_code and body["error"]["status"].isupper()
         return str(body["error"]["message"])
+    if provider == "bedrock":
+        assert set(body) == {"message"} and response.headers["x-amzn-errortype"].endswith("Exception:" + BEDROCK_NS)
+        return str(body["message"])
     assert provider == "ollama"
     assert set(body) == {"error"} and isinstance(body["error"], str)
     return str(body["error"])
@@ -219,6 +227,7 @@ def test_wrong_types_are_a_4xx_in_the_providers_shape(echo: BackgroundServer, pr
         ("POST", "/v1/models/gemini-2.5-flash:predictLongRunning", "gemini"),
         ("POST", "/openai/deployments/gpt-4o/completions", "azure"),
         ("POST", VERTEX_PATH + ":predictLongRunning", "vertex"),
+        ("POST", "/model-invocation-job", "openai"),
     ],
 )
 def test_unknown_routes_are_a_404_in_the_shape_the_path_suggests(
@@ -241,6 +250,7 @@ def test_unknown_routes_are_a_404_in_the_shape_the_path_suggests(
         ("POST", "/v1/models", "openai"),
         ("GET", "/openai/v1/chat/completions", "azure"),
         ("GET", VERTEX_PATH + ":generateContent", "vertex"),
+        ("GET", "/model/amazon.nova-pro-v1:0/converse", "bedrock"),
     ],
 )
 def test_a_wrong_method_is_a_405_in_the_providers_shape(
@@ -283,7 +293,7 @@ def test_a_huge_body_is_refused_without_breaking_the_connection(serve: Serve) ->
 # Auth presence
 
 
-@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini", "azure", "vertex"])
+@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini", "azure", "vertex", "bedrock"])
 def test_missing_credentials_are_refused_as_the_real_api_would(echo: BackgroundServer, provider: str) -> None:
     path, body, _ = request(provider)
     r = HTTP.post(echo.url + path, json=body)

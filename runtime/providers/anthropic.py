@@ -9,13 +9,12 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
-
 from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     SSE_UTF8_MEDIA,
     FieldPath,
+    WireTurn,
     as_bool,
     as_object,
     bearer_token,
@@ -38,6 +37,7 @@ from mockllm.runtime.providers.common import (
     require_str,
     sse_frame,
     stream_response,
+    wire_turns,
     wrong_type,
 )
 from mockllm.runtime.reply import tokens
@@ -87,19 +87,9 @@ def _text_blocks(value: Any, path: FieldPath) -> str:
     return "\n".join(texts)
 
 
-@attrs.frozen
-class _Turn:
-    """One wire message, read: its text, its tool calls (assistant) or tool results (user)."""
-
-    text: str
-    has_text: bool
-    calls: tuple[ToolCall, ...] = ()
-    results: tuple[ToolResult, ...] = ()
-
-
-def _turn(role: str, content: Any, path: FieldPath, call_names: dict[str, str]) -> _Turn:
+def _turn(role: str, content: Any, path: FieldPath, call_names: dict[str, str]) -> WireTurn:
     if isinstance(content, str):
-        return _Turn(content, True)
+        return WireTurn(content, True)
     if not isinstance(content, list):
         raise wrong_type(path, CONTENT_SHAPE, content)
     texts: list[str] = []
@@ -127,7 +117,7 @@ def _turn(role: str, content: Any, path: FieldPath, call_names: dict[str, str]) 
             results.append(ToolResult(use_id, call_names.get(use_id), text, is_error))
         else:  # image, document, thinking, redacted_thinking, server tool blocks...: no text
             other = True
-    return _Turn("\n".join(texts), bool(texts) or other or not results, tuple(calls), tuple(results))
+    return WireTurn("\n".join(texts), bool(texts) or other or not results, tuple(calls), tuple(results))
 
 
 def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
@@ -144,10 +134,11 @@ def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
     return tuple(tools)
 
 
-def _parse(http: HttpRequest, *, need_max_tokens: bool) -> ChatRequest:
+def _parse(http: HttpRequest, *, need_max_tokens: bool, model: str | None = None) -> ChatRequest:
     body = load_json_object(http.body)
     root = FieldPath(dotted=True)
-    model = require_str(body, "model", root)
+    if model is None:
+        model = require_str(body, "model", root)
     if need_max_tokens:
         require_int(body, "max_tokens", root, minimum=1)
     raw_messages = require_list(body, "messages", root)
@@ -168,13 +159,7 @@ def _parse(http: HttpRequest, *, need_max_tokens: bool) -> ChatRequest:
             system.append(text)
             messages.append(Message("system", text, index=i))
             continue
-        turn = _turn(role, content, at.key("content"), call_names)
-        if role == "assistant":
-            messages.append(Message("assistant", turn.text, tool_calls=turn.calls, index=i))
-            continue
-        messages += [Message("tool", r.content, tool_result=r, index=i) for r in turn.results]
-        if turn.has_text:
-            messages.append(Message("user", turn.text, index=i))
+        messages += _turn(role, content, at.key("content"), call_names).messages(role, i)
     raw_tools = optional_list(body, "tools", root)
     stream = body.get("stream")
     thread, previous = _thread(body.get("thread"), root.key("thread"))
@@ -383,15 +368,7 @@ class AnthropicAdapter(BaseAdapter):
     def validate_history(self, chat: ChatRequest) -> None:
         if chat.thread == "continue":
             return  # the calls these results answer live in the thread the engine prepends
-        turns: list[tuple[int, str, list[Message]]] = []  # (wire index, user|assistant, messages)
-        for m in chat.messages:
-            if m.role == "system":
-                continue
-            role = "assistant" if m.role == "assistant" else "user"
-            if turns and turns[-1][0] == m.index:
-                turns[-1][2].append(m)
-            else:
-                turns.append((m.index, role, [m]))
+        turns = wire_turns(chat.messages)
         if turns and turns[0][1] != "user":
             raise ProviderError(400, f'messages.{turns[0][0]}: first message must use the "user" role')
         previous_calls: tuple[str, ...] = ()
@@ -486,6 +463,12 @@ def _input_text(chat: ChatRequest) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def parse_body(http: HttpRequest, model: str) -> ChatRequest:
+    """A Messages body whose model is named outside it (Bedrock's ``/model/{modelId}/invoke``): parsed and
+    checked as ``POST /v1/messages`` parses it. Raises :class:`ProviderError` for what the API rejects."""
+    return _parse(http, need_max_tokens=True, model=model)
+
+
 def count_tokens(http: HttpRequest, ctx: RenderContext) -> Rendered:
     """``POST /v1/messages/count_tokens``: the body is a Messages body without ``max_tokens``;
     answers ``{"input_tokens": N}`` (about one token per four characters). Raises
@@ -508,4 +491,4 @@ def models_response(model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
     return json_response(payload, headers=_headers(ctx))
 
 
-__all__ = ["AnthropicAdapter", "count_tokens", "models_response", "signature"]
+__all__ = ["AnthropicAdapter", "count_tokens", "models_response", "parse_body", "signature"]

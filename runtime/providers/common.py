@@ -18,6 +18,7 @@ import attrs
 
 from mockllm.dsl.jsontext import lone_surrogate, replace_lone_surrogates
 from mockllm.runtime.providers.base import Frame, ProviderError, Rendered
+from mockllm.runtime.request import Message, ToolCall, ToolResult
 
 JSON_MEDIA = "application/json"
 SSE_MEDIA = "text/event-stream"
@@ -490,3 +491,41 @@ def error_type_for(status: int, table: Mapping[int, str], client_default: str, s
     if status in table:
         return table[status]
     return server_default if status >= 500 else client_default
+
+
+# ---------------------------------------------------------------- turns of block-content APIs
+
+
+@attrs.frozen
+class WireTurn:
+    """One wire message of an API whose content is a list of blocks (Anthropic, Bedrock Converse), read:
+    its text, its tool calls (assistant) or tool results (user)."""
+
+    text: str
+    has_text: bool  # a user turn of tool results only has no user message besides them
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[ToolResult, ...] = ()
+
+    def messages(self, role: str, index: int) -> list[Message]:
+        """The turn as provider-neutral messages: one assistant message, or the tool results (one
+        message each) then the user's text."""
+        if role == "assistant":
+            return [Message("assistant", self.text, tool_calls=self.calls, index=index)]
+        out = [Message("tool", r.content, tool_result=r, index=index) for r in self.results]
+        if self.has_text:
+            out.append(Message("user", self.text, index=index))
+        return out
+
+
+def wire_turns(messages: Sequence[Message]) -> list[tuple[int, str, list[Message]]]:
+    """The messages grouped back into the wire's turns, system messages left out: (wire index,
+    ``"user"`` or ``"assistant"``, the messages of that turn)."""
+    turns: list[tuple[int, str, list[Message]]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if turns and turns[-1][0] == m.index:
+            turns[-1][2].append(m)
+        else:
+            turns.append((m.index, "assistant" if m.role == "assistant" else "user", [m]))
+    return turns

@@ -224,6 +224,18 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         inputs="embed_mistral",
         reader=None,  # the recording reader comes with `mockllm record` support
     ),
+    ProviderEntry(
+        name="bedrock",
+        adapter="bedrock:BedrockAdapter",
+        # converse, converse-stream, invoke, invoke-with-response-stream: the adapter reads the
+        # operation (and the model id, which may hold `/` once decoded) from the path
+        routes=(Route("/model/{rest:path}", ("POST",), "chat"),),
+        upstream="https://bedrock-runtime.us-east-1.amazonaws.com",
+        chat_path="/model/{model}/converse",
+        default_model="anthropic.claude-3-5-sonnet-20240620-v1:0",
+        prefixes=("/model/",),
+        reader=None,  # the recording reader comes with `mockllm record` support
+    ),
 )
 
 BY_NAME: dict[str, ProviderEntry] = {e.name: e for e in ENTRIES}
