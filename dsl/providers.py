@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-Provider = Literal["openai", "anthropic", "gemini", "ollama", "responses", "cohere", "mistral", "azure", "vertex", "bedrock"]
+Provider = Literal[
+    "openai", "anthropic", "gemini", "ollama", "responses", "cohere", "mistral", "azure", "vertex", "bedrock"
+]
 
 #: every provider name, in the order messages list them
 PROVIDERS: tuple[Provider, ...] = get_args(Provider)
