@@ -20,17 +20,17 @@ only adds what Azure adds:
 from __future__ import annotations
 
 import datetime
-import json
 import re
 from typing import Any
 
 import attrs
 
+from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import JSON_MEDIA, json_bytes, json_response, load_json_object, sse_frame
 from mockllm.runtime.providers.embed_openai import parse_embeddings, render_embeddings
 from mockllm.runtime.providers.inputs import Parse, Render
-from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter, completion_payload, reply_headers
+from mockllm.runtime.providers.openai_chat import ChunkFramer, OpenAIChatAdapter, completion_payload
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 
@@ -113,11 +113,37 @@ def _uuid(request_id: str) -> str:
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
+class AzureFramer(ChunkFramer):
+    """OpenAI's chunks with Azure's additions: a first chunk of its own holding
+    ``prompt_filter_results`` (empty ``id``, ``model`` and ``choices``), and ``content_filter_results``
+    on every choice: the categories on a chunk that carries text, ``{}`` on the others (the role
+    chunk, tool calls, the finish), the filtered categories on a ``content_filter`` finish."""
+
+    def data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        for choice in choices:
+            delta = choice["delta"]
+            if choice["finish_reason"] == "content_filter":
+                choice["content_filter_results"] = _FILTERED
+            elif delta.get("content") or delta.get("refusal"):
+                choice["content_filter_results"] = _OUTPUT_FILTERS
+            else:
+                choice["content_filter_results"] = {}
+        return super().data(choices)
+
+    def frame(self, event: events.Event) -> list[Frame]:
+        frames = super().frame(event)
+        if isinstance(event, events.Start):
+            first = {"choices": [], "created": 0, "id": "", "model": "", "object": "", **_prompt()}
+            return [sse_frame(first), *frames]
+        return frames
+
+
 class AzureAdapter(OpenAIChatAdapter):
     """Chat completions on Azure's routes: OpenAI's parsing, history rules and rendering, plus Azure's
     checks, error shape and content-filter fields."""
 
     provider: Provider = "azure"
+    framer: type[ChunkFramer] = AzureFramer
 
     def check_auth(self, http: HttpRequest) -> ProviderError | None:
         if http.headers.get("api-key", "").strip() or super().check_auth(http) is None:
@@ -129,13 +155,10 @@ class AzureAdapter(OpenAIChatAdapter):
         return _as_azure(super().parse(http), deployment)
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-        headers = (*reply_headers(plan, ctx), *_headers(ctx)[:1])
+        rendered = super().render(plan, chat, ctx)
+        headers = (*rendered.headers, *_headers(ctx)[:1])
         if chat.stream:
-            rendered = super().render(plan, chat, ctx)
-            filtered = plan.finish == "content_filter"
-            first = sse_frame({"choices": [], "created": 0, "id": "", "model": "", "object": "", **_prompt()})
-            frames = (first, *(_annotated(frame, filtered) for frame in rendered.frames or ()))
-            return attrs.evolve(rendered, headers=headers, frames=frames)
+            return attrs.evolve(rendered, headers=headers)
         payload = completion_payload(plan, ctx)
         for choice in payload["choices"]:
             choice["content_filter_results"] = _FILTERED if plan.finish == "content_filter" else _OUTPUT_FILTERS
@@ -156,26 +179,6 @@ class AzureAdapter(OpenAIChatAdapter):
 
 def _prompt() -> dict[str, Any]:
     return {"prompt_filter_results": [dict(r) for r in PROMPT_FILTER_RESULTS]}
-
-
-def _annotated(frame: Frame, filtered: bool) -> Frame:
-    """One of OpenAI's chunks with Azure's ``content_filter_results`` on each choice: the categories
-    on a chunk that carries text, ``{}`` on the others (the role chunk, tool calls, the finish)."""
-    data = frame.data
-    if not data.startswith(b"data: {"):
-        return frame  # [DONE]
-    chunk = json.loads(data[len(b"data: ") :])
-    choices = chunk.get("choices")
-    if not choices:
-        return frame  # the usage chunk
-    for choice in choices:
-        delta = choice.get("delta") or {}
-        said = bool(delta.get("content") or delta.get("refusal"))
-        if filtered and choice.get("finish_reason") == "content_filter":
-            choice["content_filter_results"] = _FILTERED
-        else:
-            choice["content_filter_results"] = _OUTPUT_FILTERS if said else {}
-    return Frame(sse_frame(chunk).data, content=frame.content)
 
 
 # ---------------------------------------------------------------- embeddings

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -354,9 +354,15 @@ class GeminiAdapter(BaseAdapter):
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
-            return Rendered(200, _SSE, headers=_STREAM_HEADERS, frames=events.stream_frames(plan, _Framer(plan, ctx)))
+            framer = _Framer(plan, ctx, self.answer)
+            return Rendered(200, _SSE, headers=_STREAM_HEADERS, frames=events.stream_frames(plan, framer))
         parts = _thought_parts(plan) + (_answer_parts(plan) or [{"text": ""}])
-        return Rendered(200, _JSON, body=common.json_bytes(_chunk(plan, ctx, parts, final=True)))
+        return Rendered(200, _JSON, body=common.json_bytes(self.answer(_chunk(plan, ctx, parts, final=True), ctx)))
+
+    def answer(self, response: dict[str, Any], ctx: RenderContext) -> dict[str, Any]:
+        """One ``GenerateContentResponse`` (a whole answer, or one streamed chunk) as this API sends it:
+        Gemini's as built; Vertex adds its own fields here."""
+        return response
 
     def render_error(
         self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
@@ -439,15 +445,20 @@ def _sse(value: Any) -> bytes:
     return b"data: " + common.json_bytes(value) + b"\r\n\r\n"
 
 
+#: what :meth:`GeminiAdapter.answer` is: a response as built → as the API sends it
+Answer = Callable[[dict[str, Any], RenderContext], dict[str, Any]]
+
+
 class _Framer:
     """One content part per event; the finish reason rides on the last one (a final empty text part
     when nothing but thinking was said, so the chunk still has text and the turn stays valid). Gemini 3
     models end a function-call answer with such an empty chunk too, as the real API does; every chunk
     carries usage with the candidates count so far. Calls are sent whole."""
 
-    def __init__(self, plan: MessagePlan, ctx: RenderContext) -> None:
+    def __init__(self, plan: MessagePlan, ctx: RenderContext, shape: Answer) -> None:
         self.plan = plan
         self.ctx = ctx
+        self.shape = shape  # the adapter's ``answer``
         self.thoughts: list[dict[str, Any]] = []
         self.answer: list[dict[str, Any]] = []
 
@@ -477,7 +488,7 @@ class _Framer:
             if "thought" not in part:
                 sent += _size(part)
             chunk = _chunk(plan, self.ctx, [part], final=n == len(parts) - 1, answered=sent / total)
-            frames.append(Frame(_sse(chunk), content=content))
+            frames.append(Frame(_sse(self.shape(chunk, self.ctx)), content=content))
         return frames
 
 

@@ -273,9 +273,10 @@ def _completion_bytes(plan: MessagePlan, ctx: RenderContext) -> bytes:
     return utf8_json(text)
 
 
-class _Framer:
+class ChunkFramer:
     """Chat completion chunks: a role chunk, content and refusal deltas, tool-call intros and argument
-    fragments by index, the finish chunk, the usage chunk when asked for, ``[DONE]``."""
+    fragments by index, the finish chunk, the usage chunk when asked for, ``[DONE]``. Every chunk's
+    JSON is built by :meth:`data` (Azure's framer adds its content-filter fields there)."""
 
     def __init__(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> None:
         self.plan = plan
@@ -284,7 +285,7 @@ class _Framer:
         self.completion_id = chat_completion_id(ctx.response_id)
         self.pad = wants_obfuscation(chat)
 
-    def _data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
+    def data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "id": self.completion_id,
             "object": "chat.completion.chunk",
@@ -296,7 +297,7 @@ class _Framer:
         }
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:
-        data = self._data([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+        data = self.data([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
         if self.chat.include_usage:
             data["usage"] = None
         if self.pad:
@@ -321,7 +322,7 @@ class _Framer:
             case events.Finish(reason=reason):
                 return [self.chunk({}, finish=reason)]
             case events.Usage() if self.chat.include_usage:
-                return [sse_frame({**self._data([]), "usage": _usage(self.plan)})]
+                return [sse_frame({**self.data([]), "usage": _usage(self.plan)})]
             case events.End():
                 return [sse_raw_frame("[DONE]")]
         return []
@@ -330,6 +331,7 @@ class _Framer:
 class OpenAIChatAdapter(BaseAdapter):
     provider: Provider = "openai"
     object_arguments = False  # whether a history's tool-call arguments may be JSON objects (Mistral's may)
+    framer: type[ChunkFramer] = ChunkFramer  # what frames a streamed answer
 
     # -------------------------------------------------------------- requests
 
@@ -415,7 +417,7 @@ class OpenAIChatAdapter(BaseAdapter):
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         headers = reply_headers(plan, ctx)
         if chat.stream:
-            frames = events.stream_frames(plan, _Framer(plan, chat, ctx))
+            frames = events.stream_frames(plan, self.framer(plan, chat, ctx))
             return stream_response(frames, media_type=SSE_UTF8_MEDIA, headers=headers)
         return Rendered(status=200, media_type=JSON_MEDIA, headers=headers, body=_completion_bytes(plan, ctx))
 

@@ -15,7 +15,6 @@ module adds what Vertex adds:
 from __future__ import annotations
 
 import datetime
-import json
 from typing import Any
 
 import attrs
@@ -23,9 +22,9 @@ import attrs
 from mockllm.runtime.embed.embedder import vector_json
 from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers import common
-from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.embed_gemini import parse_batch, parse_embed, render_batch, render_embed
-from mockllm.runtime.providers.gemini import GeminiAdapter, _bad, _get, _list, _load_body, _obj, _sse, _target
+from mockllm.runtime.providers.gemini import GeminiAdapter, _bad, _get, _list, _load_body, _obj, _target
 from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
@@ -44,15 +43,6 @@ def _create_time(ctx: RenderContext) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _vertex(chunk: dict[str, Any], created: str) -> dict[str, Any]:
-    """One of Gemini's answers as Vertex sends it: ``createTime``, and ``trafficType`` in the usage."""
-    usage = chunk.get("usageMetadata")
-    if isinstance(usage, dict):
-        usage["trafficType"] = "ON_DEMAND"
-    chunk["createTime"] = created
-    return chunk
-
-
 class VertexAdapter(GeminiAdapter):
     """generateContent and streamGenerateContent on Vertex's paths."""
 
@@ -63,19 +53,13 @@ class VertexAdapter(GeminiAdapter):
             return None
         return ProviderError(401, NO_CREDENTIALS, code="UNAUTHENTICATED")
 
-    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-        rendered = super().render(plan, chat, ctx)
-        created = _create_time(ctx)
-        if rendered.frames is None:
-            return attrs.evolve(rendered, body=common.json_bytes(_vertex(json.loads(rendered.body), created)))
-        frames = tuple(Frame(_sse(_vertex(_event(f), created)), content=f.content) for f in rendered.frames)
-        return attrs.evolve(rendered, frames=frames)
-
-
-def _event(frame: Frame) -> dict[str, Any]:
-    value = json.loads(frame.data.removeprefix(b"data: "))
-    assert isinstance(value, dict)
-    return value
+    def answer(self, response: dict[str, Any], ctx: RenderContext) -> dict[str, Any]:
+        """Gemini's response with ``createTime``, and ``trafficType`` in its usage, as Vertex reports them."""
+        usage = response.get("usageMetadata")
+        if isinstance(usage, dict):
+            usage["trafficType"] = "ON_DEMAND"
+        response["createTime"] = _create_time(ctx)
+        return response
 
 
 # ---------------------------------------------------------------- embeddings
