@@ -11,10 +11,10 @@ whose finish reason is ``ERROR`` with the message in ``delta.error``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers import events
+from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     SSE_MEDIA,
     FieldPath,
@@ -31,7 +31,6 @@ from mockllm.runtime.providers.common import (
     optional_object,
     optional_str,
     parse_json_arguments,
-    pieces,
     require,
     require_list,
     require_object,
@@ -76,10 +75,6 @@ def _no_arguments(call: PlannedToolCall) -> bool:
 def arguments_text(call: PlannedToolCall) -> str:
     """The call's ``arguments`` string: ``"null"`` for a call without arguments (Cohere's quirk)."""
     return "null" if _no_arguments(call) else call.arguments_json
-
-
-def argument_pieces(call: PlannedToolCall) -> tuple[str, ...]:
-    return ("null",) if _no_arguments(call) else pieces(call.argument_chunks, call.arguments_json)
 
 
 # ---------------------------------------------------------------- parsing
@@ -198,59 +193,81 @@ def _event(data: dict[str, Any], content: bool = False) -> Frame:
     return sse_frame(data, event=data["type"], content=content)
 
 
-def _block(kind: str, index: int, parts: tuple[str, ...]) -> Iterator[Frame]:
-    """One content block: ``content-start``, a ``content-delta`` per piece, ``content-end``."""
-    yield _event({"type": "content-start", "index": index, "delta": {"message": {"content": {"type": kind, kind: ""}}}})
-    for piece in parts:
-        delta = {"message": {"content": {kind: piece}}}
-        yield _event({"type": "content-delta", "index": index, "delta": delta}, content=True)
-    yield _event({"type": "content-end", "index": index})
+def _content(kind: str, index: int, piece: str) -> Frame:
+    delta = {"message": {"content": {kind: piece}}}
+    return _event({"type": "content-delta", "index": index, "delta": delta}, content=True)
 
 
-def _calls(plan: MessagePlan) -> Iterator[Frame]:
-    def start(index: int, call: PlannedToolCall) -> Frame:
-        first = {"id": call_id(call), "type": "function", "function": {"name": call.name, "arguments": ""}}
-        return _event({"type": "tool-call-start", "index": index, "delta": {"message": {"tool_calls": first}}})
+class _Framer:
+    """Cohere's events: content blocks (``content-start``, ``content-delta``…, ``content-end``) for
+    thinking and text, numbered from 0; with tool calls the text is the ``tool-plan-delta`` events and
+    each call is ``tool-call-start``, ``tool-call-delta``… and ``tool-call-end`` (a call without
+    arguments sends the one fragment ``"null"``); ``message-end`` carries the finish and the usage.
+    Cohere has no refusal field: a refusal is said as the text's last piece."""
 
-    def delta(index: int, piece: str) -> Frame:
-        message = {"tool_calls": {"function": {"arguments": piece}}}
-        return _event({"type": "tool-call-delta", "index": index, "delta": {"message": message}}, content=True)
+    def __init__(self, plan: MessagePlan, ctx: RenderContext) -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self.index = 0  # the open content block's
+        self.text_open = False
+        self.nulled: set[int] = set()  # calls without arguments whose "null" is sent
 
-    def end(index: int) -> Frame:
-        return _event({"type": "tool-call-end", "index": index})
+    def frame(self, event: events.Event) -> list[Frame]:
+        plan = self.plan
+        match event:
+            case events.Start():
+                start = {"role": "assistant", "content": [], "tool_plan": "", "tool_calls": [], "citations": []}
+                first = {"id": uuid_for(self.ctx.response_id), "type": "message-start", "delta": {"message": start}}
+                return [_event(first)]
+            case events.ThinkingStart():
+                return [self.block_start("thinking")]
+            case events.ThinkingDelta(text=piece):
+                return [_content("thinking", self.index, piece)]
+            case events.ThinkingEnd():
+                return [self.block_end()]
+            case events.TextStart() if not plan.tool_calls and (plan.text or plan.refusal or plan.thinking is None):
+                self.text_open = True
+                return [self.block_start("text")]
+            case events.TextDelta(text=piece):
+                return [self.said(piece)]
+            case events.TextEnd() if self.text_open and not plan.refusal:
+                return [self.block_end()]
+            case events.Refusal(text=refusal) if refusal:
+                return [self.said(refusal), *([self.block_end()] if self.text_open else [])]
+            case events.ToolCallStart(index=i, call=call):
+                first = {"id": call_id(call), "type": "function", "function": {"name": call.name, "arguments": ""}}
+                return [_event({"type": "tool-call-start", "index": i, "delta": {"message": {"tool_calls": first}}})]
+            case events.ToolArgsDelta(index=i, call=call, text=piece):
+                if _no_arguments(call):
+                    if i in self.nulled:
+                        return []
+                    self.nulled.add(i)
+                    piece = "null"
+                message = {"tool_calls": {"function": {"arguments": piece}}}
+                return [_event({"type": "tool-call-delta", "index": i, "delta": {"message": message}}, content=True)]
+            case events.ToolCallEnd(index=i):
+                return [_event({"type": "tool-call-end", "index": i})]
+            case events.End():
+                end = {"finish_reason": FINISH[plan.finish], "usage": _usage(plan)}
+                return [_event({"type": "message-end", "delta": end})]
+        return []
 
-    calls = [(i, c, argument_pieces(c)) for i, c in enumerate(plan.tool_calls)]
-    if plan.interleave_calls and len(calls) > 1:
-        yield from (start(i, c) for i, c, _ in calls)
-        for round_ in range(max(len(p) for _, _, p in calls)):
-            yield from (delta(i, p[round_]) for i, _, p in calls if round_ < len(p))
-        yield from (end(i) for i, _, _ in calls)
-        return
-    for i, c, parts in calls:
-        yield start(i, c)
-        yield from (delta(i, piece) for piece in parts)
-        yield end(i)
+    def block_start(self, kind: str) -> Frame:
+        content = {"type": kind, kind: ""}
+        return _event({"type": "content-start", "index": self.index, "delta": {"message": {"content": content}}})
+
+    def block_end(self) -> Frame:
+        self.index += 1
+        return _event({"type": "content-end", "index": self.index - 1})
+
+    def said(self, piece: str) -> Frame:
+        """A piece of the answer's text: of the tool plan when there are calls, else of the text block."""
+        if self.plan.tool_calls:
+            return _event({"type": "tool-plan-delta", "delta": {"message": {"tool_plan": piece}}}, content=True)
+        return _content("text", self.index, piece)
 
 
-def stream_frames(plan: MessagePlan, ctx: RenderContext) -> Iterator[Frame]:
-    start = {"role": "assistant", "content": [], "tool_plan": "", "tool_calls": [], "citations": []}
-    yield _event({"id": uuid_for(ctx.response_id), "type": "message-start", "delta": {"message": start}})
-    index = 0
-    if plan.thinking is not None:
-        yield from _block("thinking", index, pieces(plan.thinking_chunks, plan.thinking))
-        index += 1
-    text = pieces(plan.text_chunks, plan.text) + ((plan.refusal,) if plan.refusal else ())
-    if plan.tool_calls:
-        for piece in text:
-            yield _event({"type": "tool-plan-delta", "delta": {"message": {"tool_plan": piece}}}, content=True)
-        yield from _calls(plan)
-    elif text or plan.thinking is None:
-        yield from _block("text", index, text)
-    end = {"finish_reason": FINISH[plan.finish], "usage": _usage(plan)}
-    yield _event({"type": "message-end", "delta": end})
-
-
-class CohereAdapter:
+class CohereAdapter(BaseAdapter):
     provider: Provider = "cohere"
 
     # -------------------------------------------------------------- requests
@@ -305,7 +322,8 @@ class CohereAdapter:
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         headers = trace_headers(ctx)
         if chat.stream:
-            return stream_response(stream_frames(plan, ctx), media_type=SSE_MEDIA, headers=headers)
+            frames = events.stream_frames(plan, _Framer(plan, ctx))
+            return stream_response(frames, media_type=SSE_MEDIA, headers=headers)
         return json_response(response_payload(plan, ctx), headers=headers)
 
     def render_error(

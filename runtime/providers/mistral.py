@@ -15,9 +15,9 @@ tool call arrives whole, one chunk per call, never as argument fragments; a ``th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
+from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     SSE_MEDIA,
@@ -26,7 +26,6 @@ from mockllm.runtime.providers.common import (
     error_type_for,
     json_response,
     one_of,
-    pieces,
     require_object,
     require_str,
     sse_frame,
@@ -105,26 +104,39 @@ def completion_payload(plan: MessagePlan, ctx: RenderContext) -> dict[str, Any]:
     }
 
 
-def stream_frames(plan: MessagePlan, ctx: RenderContext) -> Iterator[Frame]:
-    head = {"id": completion_id(ctx.response_id), "object": "chat.completion.chunk", "created": ctx.created}
+class _Framer:
+    """Mistral's chunks: a role chunk, a chunk per piece of thinking (a ``thinking`` content part) and of
+    text (the refusal said as the text's last piece), a chunk per tool call sent whole, the finish
+    chunk with the usage, ``[DONE]``."""
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, content: bool = False, usage: bool = False) -> Frame:
-        data: dict[str, Any] = {**head, "model": plan.model}
+    def __init__(self, plan: MessagePlan, ctx: RenderContext) -> None:
+        self.plan = plan
+        self.head = {"id": completion_id(ctx.response_id), "object": "chat.completion.chunk", "created": ctx.created}
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:
+        data: dict[str, Any] = {**self.head, "model": self.plan.model}
         data["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
-        if usage:
-            data["usage"] = _usage(plan)
+        if finish is not None:
+            data["usage"] = _usage(self.plan)
         return sse_frame(data, content=content)
 
-    yield chunk({"role": "assistant", "content": ""})
-    if plan.thinking is not None:
-        for piece in pieces(plan.thinking_chunks, plan.thinking):
-            yield chunk({"content": [_thinking(piece)]}, content=True)
-    for piece in pieces(plan.text_chunks, plan.text) + ((plan.refusal,) if plan.refusal else ()):
-        yield chunk({"content": piece}, content=True)
-    for i, call in enumerate(plan.tool_calls):
-        yield chunk({"tool_calls": [_call_json(i, call)]}, content=True)
-    yield chunk({"content": ""}, finish=FINISH[plan.finish], usage=True)
-    yield sse_raw_frame("[DONE]")
+    def frame(self, event: events.Event) -> list[Frame]:
+        match event:
+            case events.Start():
+                return [self.chunk({"role": "assistant", "content": ""})]
+            case events.ThinkingDelta(text=piece):
+                return [self.chunk({"content": [_thinking(piece)]}, content=True)]
+            case events.TextDelta(text=piece):
+                return [self.chunk({"content": piece}, content=True)]
+            case events.Refusal(text=refusal) if refusal:
+                return [self.chunk({"content": refusal}, content=True)]
+            case events.ToolCallEnd(index=i, call=call):
+                return [self.chunk({"tool_calls": [_call_json(i, call)]}, content=True)]
+            case events.Finish(reason=reason):
+                return [self.chunk({"content": ""}, finish=FINISH[reason])]
+            case events.End():
+                return [sse_raw_frame("[DONE]")]
+        return []
 
 
 class MistralAdapter(OpenAIChatAdapter):
@@ -163,7 +175,8 @@ class MistralAdapter(OpenAIChatAdapter):
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         headers = request_headers(ctx)
         if chat.stream:
-            return stream_response(stream_frames(plan, ctx), media_type=SSE_MEDIA, headers=headers)
+            frames = events.stream_frames(plan, _Framer(plan, ctx))
+            return stream_response(frames, media_type=SSE_MEDIA, headers=headers)
         return json_response(completion_payload(plan, ctx), headers=headers)
 
     def render_error(
