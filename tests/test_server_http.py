@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from mockllm.runtime.engine.engine import Engine
+from mockllm.runtime.providers import registry
 from mockllm.runtime.request import ChatRequest
 from mockllm.server.background import BackgroundServer
 
@@ -29,6 +30,8 @@ BEDROCK_NS = "http://internal.amazon.com/coral/com.amazon.bedrock/"
 BEDROCK_AUTH = {"authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/bedrock/aws4_request"}
 USER = [{"role": "user", "content": "hello there"}]
 GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": "hello there"}]}]
+MISTRAL = {"x-mockllm-provider": "mistral"}
+UNLISTED = "tests/test_server_http.py does not know every provider of the registry"
 AZURE_PATH = "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
 VERTEX_PATH = "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash"
 
@@ -50,11 +53,22 @@ def request(provider: str) -> tuple[str, dict[str, Any], dict[str, str]]:
     if provider == "bedrock":
         messages = [{"role": "user", "content": [{"text": "hello there"}]}]
         return "/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse", {"messages": messages}, BEDROCK_AUTH
-    assert provider == "ollama"
-    return "/api/chat", {"model": "llama3.2", "stream": False, "messages": USER}, {}
+    if provider == "cohere":
+        return "/v2/chat", {"model": "command-a-03-2025", "messages": USER}, OPENAI_AUTH
+    if provider == "mistral":
+        return "/v1/chat/completions", {"model": "mistral-small-latest", "messages": USER}, {**OPENAI_AUTH, **MISTRAL}
+    if provider == "ollama":
+        return "/api/chat", {"model": "llama3.2", "stream": False, "messages": USER}, {}
+    raise AssertionError(f"{UNLISTED}: request() has no minimal chat request for the provider {provider!r}")
 
 
-PROVIDERS = ["openai", "responses", "anthropic", "gemini", "ollama", "azure", "vertex", "bedrock"]
+#: every provider of the registry: a new one gets its minimal request in request() and its error shape
+#: in error_message(), and every test below runs for it
+PROVIDERS = list(registry.NAMES)
+#: what makes a request on a shared path a provider's own (without it, a request to Mistral's path is OpenAI's)
+CLAIM = {"mistral": MISTRAL}
+#: the providers whose APIs ask for no credentials
+OPEN = ["ollama"]
 
 
 def error_message(provider: str, response: httpx.Response) -> str:
@@ -75,7 +89,13 @@ def error_message(provider: str, response: httpx.Response) -> str:
     if provider == "bedrock":
         assert set(body) == {"message"} and response.headers["x-amzn-errortype"].endswith("Exception:" + BEDROCK_NS)
         return str(body["message"])
-    assert provider == "ollama"
+    if provider == "cohere":
+        assert set(body) == {"id", "message"}
+        return str(body["message"])
+    if provider == "mistral":
+        assert body["object"] == "error" and {"message", "type", "param", "code"} <= set(body)
+        return str(body["message"])
+    assert provider == "ollama", f"{UNLISTED}: error_message() does not know the error shape of {provider!r}"
     assert set(body) == {"error"} and isinstance(body["error"], str)
     return str(body["error"])
 
@@ -293,10 +313,10 @@ def test_a_huge_body_is_refused_without_breaking_the_connection(serve: Serve) ->
 # Auth presence
 
 
-@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini", "azure", "vertex", "bedrock"])
+@pytest.mark.parametrize("provider", [name for name in PROVIDERS if name not in OPEN])
 def test_missing_credentials_are_refused_as_the_real_api_would(echo: BackgroundServer, provider: str) -> None:
     path, body, _ = request(provider)
-    r = HTTP.post(echo.url + path, json=body)
+    r = HTTP.post(echo.url + path, json=body, headers=CLAIM.get(provider, {}))
     assert r.status_code in (400, 401, 403)
     assert error_message(provider, r)
 
@@ -315,7 +335,7 @@ def test_no_auth_turns_the_checks_off(serve: Serve) -> None:
     with serve(no_auth=True) as server:
         for provider in PROVIDERS:
             path, body, _ = request(provider)
-            r = HTTP.post(server.url + path, json=body)
+            r = HTTP.post(server.url + path, json=body, headers=CLAIM.get(provider, {}))
             assert r.status_code == 200, (provider, r.text)
         assert HTTP.get(server.url + "/v1/models").status_code == 200
 

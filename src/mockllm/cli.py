@@ -538,7 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="URL|PROVIDER=URL",
         help="where to forward: one base URL for every provider, or PROVIDER=URL (repeatable; "
-        "providers: openai, responses, anthropic, gemini, ollama); default: each provider's public API",
+        f"providers: {', '.join(PROVIDERS)}); default: each provider's public API",
     )
     p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
     p.add_argument("--port", type=_port, default=8080, help="default: 8080; 0 picks a free port")
