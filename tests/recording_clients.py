@@ -9,10 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
+import cohere
 import ollama
 import openai
 from google import genai
 from google.genai import types
+from mistralai.client import Mistral
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 QUESTION = "What is the weather in Lima?"
@@ -188,10 +190,73 @@ def ollama_chat(url: str, stream: bool) -> Summary:
         return out
 
 
+def cohere_chat(url: str, stream: bool) -> Summary:
+    co = cohere.ClientV2(base_url=url, api_key=KEY)
+    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            events = list(co.chat_stream(model="command-a-03-2025", messages=messages, tools=tools))
+            text = "".join(
+                e.delta.message.tool_plan if e.type == "tool-plan-delta" else e.delta.message.content.text
+                for e in events
+                if e.type in ("tool-plan-delta", "content-delta")
+            )
+            starts = {e.index: e.delta.message.tool_calls for e in events if e.type == "tool-call-start"}
+            arguments = {i: "" for i in starts}
+            for e in events:
+                if e.type == "tool-call-delta":
+                    arguments[e.index] += e.delta.message.tool_calls.function.arguments
+            calls = [(c.id, c.function.name, arguments[i]) for i, c in starts.items()]
+            end = events[-1].delta
+            finish, tokens = end.finish_reason, end.usage.tokens
+        else:
+            r = co.chat(model="command-a-03-2025", messages=messages, tools=tools)
+            text = r.message.tool_plan or "".join(c.text for c in r.message.content or [] if c.type == "text")
+            calls = [(c.id, c.function.name, c.function.arguments) for c in r.message.tool_calls or []]
+            finish, tokens = r.finish_reason, r.usage.tokens
+        said = [(name, json.loads(arguments)) for _, name, arguments in calls]
+        out.append((text, said, finish, (tokens.input_tokens, tokens.output_tokens)))
+        if not calls:
+            break
+        wire = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]
+        messages.append({"role": "assistant", "tool_plan": text, "tool_calls": wire})
+        messages += [{"role": "tool", "tool_call_id": i, "content": "sunny"} for i, _, _ in calls]
+    return out
+
+
+def mistral_chat(url: str, stream: bool) -> Summary:
+    m = Mistral(server_url=url, api_key=KEY)
+    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            with m.chat.stream(model="mistral-small-latest", messages=messages, tools=tools) as s:
+                events = [e.data for e in s]
+            text = "".join(str(e.choices[0].delta.content or "") for e in events if e.choices)
+            calls = [tc for e in events if e.choices for tc in e.choices[0].delta.tool_calls or []]
+            finish, usage = events[-1].choices[0].finish_reason, events[-1].usage
+        else:
+            r = m.chat.complete(model="mistral-small-latest", messages=messages, tools=tools)
+            text, calls = str(r.choices[0].message.content or ""), r.choices[0].message.tool_calls or []
+            finish, usage = r.choices[0].finish_reason, r.usage
+        said = [(c.function.name, json.loads(str(c.function.arguments))) for c in calls]
+        out.append((text, said, finish, (usage.prompt_tokens, usage.completion_tokens)))
+        if not calls:
+            break
+        messages.append({"role": "assistant", "content": text, "tool_calls": [c.model_dump() for c in calls]})
+        messages += [{"role": "tool", "tool_call_id": c.id, "name": c.function.name, "content": "sunny"} for c in calls]
+    return out
+
+
 CLIENTS: dict[str, Callable[[str, bool], Summary]] = {
     "openai": openai_chat,
     "responses": openai_responses,
     "anthropic": anthropic_messages,
     "gemini": gemini,
     "ollama": ollama_chat,
+    "cohere": cohere_chat,
+    "mistral": mistral_chat,
 }
