@@ -15,6 +15,7 @@ import openai
 from google import genai
 from google.genai import types
 from mistralai.client import Mistral
+from google.oauth2.credentials import Credentials
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 QUESTION = "What is the weather in Lima?"
@@ -45,27 +46,37 @@ Summary = list[tuple[str, list[tuple[str, Any]], str, Any]]
 
 def openai_chat(url: str, stream: bool) -> Summary:
     with openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0) as c:
-        tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
-        messages: list[Any] = [{"role": "user", "content": QUESTION}]
-        out: Summary = []
-        for _ in range(2):
-            if stream:
-                opts: Any = {"stream_options": {"include_usage": True}}
-                with c.chat.completions.stream(model="gpt-4o", messages=messages, tools=tools, **opts) as s:
-                    done = s.get_final_completion()
-            else:
-                done = c.chat.completions.create(model="gpt-4o", messages=messages, tools=tools)
-            choice = done.choices[0]
-            calls = [(t.function.name, json.loads(t.function.arguments)) for t in choice.message.tool_calls or []]  # type: ignore[union-attr]
-            usage = (done.usage.prompt_tokens, done.usage.completion_tokens) if done.usage else None
-            out.append((choice.message.content or "", calls, choice.finish_reason, usage))
-            if not calls:
-                break
-            messages.append(choice.message.model_dump(exclude_none=True))
-            messages += [
-                {"role": "tool", "tool_call_id": t.id, "content": "sunny"} for t in choice.message.tool_calls or []
-            ]
-        return out
+        return openai_chat_loop(c, "gpt-4o", stream)
+
+
+def azure_chat(url: str, stream: bool) -> Summary:
+    """openai.AzureOpenAI: a deployment route with api-version, the key in the `api-key` header."""
+    with openai.AzureOpenAI(azure_endpoint=url, api_version="2024-10-21", api_key=KEY, max_retries=0) as c:
+        return openai_chat_loop(c, "weather-deployment", stream)
+
+
+def openai_chat_loop(c: Any, model: str, stream: bool) -> Summary:
+    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            opts: Any = {"stream_options": {"include_usage": True}}
+            with c.chat.completions.stream(model=model, messages=messages, tools=tools, **opts) as s:
+                done = s.get_final_completion()
+        else:
+            done = c.chat.completions.create(model=model, messages=messages, tools=tools)
+        choice = done.choices[0]
+        calls = [(t.function.name, json.loads(t.function.arguments)) for t in choice.message.tool_calls or []]  # type: ignore[union-attr]
+        usage = (done.usage.prompt_tokens, done.usage.completion_tokens) if done.usage else None
+        out.append((choice.message.content or "", calls, choice.finish_reason, usage))
+        if not calls:
+            break
+        messages.append(choice.message.model_dump(exclude_none=True))
+        messages += [
+            {"role": "tool", "tool_call_id": t.id, "content": "sunny"} for t in choice.message.tool_calls or []
+        ]
+    return out
 
 
 def openai_responses(url: str, stream: bool) -> Summary:
@@ -127,40 +138,55 @@ def anthropic_messages(url: str, stream: bool) -> Summary:
 
 def gemini(url: str, stream: bool) -> Summary:
     with genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=url)) as c:
-        decl = types.FunctionDeclaration(name="get_weather", parameters_json_schema=SCHEMA)
-        config = types.GenerateContentConfig(
-            tools=[types.Tool(function_declarations=[decl])],
-            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        return gemini_loop(c, stream)
+
+
+def vertex(url: str, stream: bool) -> Summary:
+    """google-genai with vertexai=True: project and location routes, an OAuth bearer token."""
+    client = genai.Client(
+        vertexai=True,
+        project="my-project",
+        location="us-central1",
+        credentials=Credentials(token=KEY),
+        http_options=types.HttpOptions(base_url=url),
+    )
+    with client as c:
+        return gemini_loop(c, stream)
+
+
+def gemini_loop(c: Any, stream: bool) -> Summary:
+    decl = types.FunctionDeclaration(name="get_weather", parameters_json_schema=SCHEMA)
+    config = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[decl])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            pieces = list(c.models.generate_content_stream(model="gemini-2.5-flash", contents=contents, config=config))
+        else:
+            pieces = [c.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)]
+        text = "".join(p.text or "" for p in pieces)
+        calls = [(fc.name or "", fc.args) for p in pieces for fc in p.function_calls or []]
+        last = pieces[-1]
+        finish = str(last.candidates[0].finish_reason) if last.candidates else ""
+        u = last.usage_metadata
+        out.append((text, calls, finish, (u.prompt_token_count, u.candidates_token_count) if u else None))
+        if not calls:
+            break
+        contents.append(
+            types.Content(
+                role="model", parts=[types.Part(function_call=types.FunctionCall(name=n, args=a)) for n, a in calls]
+            )
         )
-        contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
-        out: Summary = []
-        for _ in range(2):
-            if stream:
-                pieces = list(
-                    c.models.generate_content_stream(model="gemini-2.5-flash", contents=contents, config=config)
-                )
-            else:
-                pieces = [c.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)]
-            text = "".join(p.text or "" for p in pieces)
-            calls = [(fc.name or "", fc.args) for p in pieces for fc in p.function_calls or []]
-            last = pieces[-1]
-            finish = str(last.candidates[0].finish_reason) if last.candidates else ""
-            u = last.usage_metadata
-            out.append((text, calls, finish, (u.prompt_token_count, u.candidates_token_count) if u else None))
-            if not calls:
-                break
-            contents.append(
-                types.Content(
-                    role="model", parts=[types.Part(function_call=types.FunctionCall(name=n, args=a)) for n, a in calls]
-                )
+        contents.append(
+            types.Content(
+                role="user",
+                parts=[types.Part.from_function_response(name=n, response={"r": "sunny"}) for n, _ in calls],
             )
-            contents.append(
-                types.Content(
-                    role="user",
-                    parts=[types.Part.from_function_response(name=n, response={"r": "sunny"}) for n, _ in calls],
-                )
-            )
-        return out
+        )
+    return out
 
 
 def ollama_chat(url: str, stream: bool) -> Summary:
@@ -259,4 +285,6 @@ CLIENTS: dict[str, Callable[[str, bool], Summary]] = {
     "ollama": ollama_chat,
     "cohere": cohere_chat,
     "mistral": mistral_chat,
+    "azure": azure_chat,
+    "vertex": vertex,
 }

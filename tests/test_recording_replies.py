@@ -91,6 +91,11 @@ CREDENTIALS = {  # one conversation each: a different opening
     "ollama": ("/api/chat", {"model": "m", "messages": _say("ollama"), "stream": False}),
     "cohere": ("/v2/chat", {"model": "m", "messages": _say("cohere")}),
     "mistral": ("/v1/chat/completions", {"model": "m", "messages": _say("mistral")}),
+    "azure": ("/openai/deployments/d/chat/completions?api-version=2024-10-21", {"messages": _say("azure")}),
+    "vertex": (
+        "/v1/projects/p/locations/us-central1/publishers/google/models/m:generateContent",
+        {"contents": [{"role": "user", "parts": [{"text": "hi from vertex"}]}]},
+    ),
 }
 #: what tells a request apart on a path providers share (Mistral's SDK sends its User-Agent)
 SHARED_PATH = {"mistral": {"user-agent": "mistral-client-python/1.9.0"}}
@@ -110,7 +115,8 @@ def test_no_credential_reaches_a_file_on_any_provider(tmp_path: Path, serve_text
     with serve_text("") as upstream, recorder(upstream, tmp_path) as (url, _):
         for provider, (path, body) in CREDENTIALS.items():
             sent = {**headers, **SHARED_PATH.get(provider, {})}
-            r = httpx.post(f"{url}{path}?key={KEY}&api_key={KEY}", headers=sent, content=json.dumps(body))
+            query = f"{'&' if '?' in path else '?'}key={KEY}&api_key={KEY}"
+            r = httpx.post(url + path + query, headers=sent, content=json.dumps(body))
             assert r.status_code == 200, r.text
     files = check_clean(tmp_path)
     assert len(files) == len(CREDENTIALS)

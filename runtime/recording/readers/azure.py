@@ -6,5 +6,6 @@ from __future__ import annotations
 from mockllm.runtime.recording.readers.openai_chat import read
 
 PROVIDER = "azure"
+CALL_IDS = True
 
-__all__ = ["PROVIDER", "read"]
+__all__ = ["CALL_IDS", "PROVIDER", "read"]
