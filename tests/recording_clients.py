@@ -10,6 +10,8 @@ from typing import Any
 
 import anthropic
 import cohere
+import boto3
+import botocore.config
 import ollama
 import openai
 from google import genai
@@ -20,6 +22,8 @@ from google.oauth2.credentials import Credentials
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 QUESTION = "What is the weather in Lima?"
 KEY = "sk-secret-do-not-write-0123456789"
+SECRET = "aws-secret-never-sent-0123456789"
+BEDROCK_MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 
 #: The upstream's script: a tool call, then an answer; both provider-neutral.
 UPSTREAM = """
@@ -105,35 +109,48 @@ def openai_responses(url: str, stream: bool) -> Summary:
 
 def anthropic_messages(url: str, stream: bool) -> Summary:
     with anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0) as c:
-        tools: Any = [{"name": "get_weather", "input_schema": SCHEMA}]
-        messages: list[Any] = [{"role": "user", "content": QUESTION}]
-        out: Summary = []
-        for _ in range(2):
-            if stream:
-                with c.messages.stream(model="claude-x", max_tokens=200, messages=messages, tools=tools) as s:
-                    m = s.get_final_message()
-            else:
-                m = c.messages.create(model="claude-x", max_tokens=200, messages=messages, tools=tools)
-            uses = [b for b in m.content if b.type == "tool_use"]
-            text = "".join(b.text for b in m.content if b.type == "text")
-            out.append(
-                (
-                    text,
-                    [(b.name, b.input) for b in uses],
-                    m.stop_reason or "",
-                    (m.usage.input_tokens, m.usage.output_tokens),
-                )
+        return anthropic_loop(c, "claude-x", stream)
+
+
+def anthropic_bedrock(url: str, stream: bool) -> Summary:
+    """Bedrock's invoke and invoke-with-response-stream, with Anthropic bodies."""
+    client = anthropic.AnthropicBedrock(
+        base_url=url, aws_access_key=KEY, aws_secret_key=SECRET, aws_session_token=KEY, aws_region="us-east-1"
+    )
+    with client as c:
+        return anthropic_loop(c, BEDROCK_MODEL, stream)
+
+
+def anthropic_loop(c: Any, model: str, stream: bool) -> Summary:
+    tools: Any = [{"name": "get_weather", "input_schema": SCHEMA}]
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            with c.messages.stream(model=model, max_tokens=200, messages=messages, tools=tools) as s:
+                m = s.get_final_message()
+        else:
+            m = c.messages.create(model=model, max_tokens=200, messages=messages, tools=tools)
+        uses = [b for b in m.content if b.type == "tool_use"]
+        text = "".join(b.text for b in m.content if b.type == "text")
+        out.append(
+            (
+                text,
+                [(b.name, b.input) for b in uses],
+                m.stop_reason or "",
+                (m.usage.input_tokens, m.usage.output_tokens),
             )
-            if not uses:
-                break
-            messages.append({"role": "assistant", "content": [b.model_dump() for b in m.content]})
-            messages.append(
-                {
-                    "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": b.id, "content": "sunny"} for b in uses],
-                }
-            )
-        return out
+        )
+        if not uses:
+            break
+        messages.append({"role": "assistant", "content": [b.model_dump() for b in m.content]})
+        messages.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": b.id, "content": "sunny"} for b in uses],
+            }
+        )
+    return out
 
 
 def gemini(url: str, stream: bool) -> Summary:
@@ -275,6 +292,59 @@ def mistral_chat(url: str, stream: bool) -> Summary:
         messages.append({"role": "assistant", "content": text, "tool_calls": [c.model_dump() for c in calls]})
         messages += [{"role": "tool", "tool_call_id": c.id, "name": c.function.name, "content": "sunny"} for c in calls]
     return out
+def bedrock_converse(url: str, stream: bool) -> Summary:
+    """boto3's converse and converse_stream (SigV4-signed: the key id and session token are on the wire)."""
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id=KEY,
+        aws_secret_access_key=SECRET,
+        aws_session_token=KEY,
+        config=botocore.config.Config(retries={"max_attempts": 1}),
+    )
+    tool_config: Any = {"tools": [{"toolSpec": {"name": "get_weather", "inputSchema": {"json": SCHEMA}}}]}
+    messages: list[Any] = [{"role": "user", "content": [{"text": QUESTION}]}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            events = client.converse_stream(modelId=BEDROCK_MODEL, messages=messages, toolConfig=tool_config)
+            content, stop, usage = _converse_events(events["stream"])
+        else:
+            r = client.converse(modelId=BEDROCK_MODEL, messages=messages, toolConfig=tool_config)
+            content, stop, usage = r["output"]["message"]["content"], r["stopReason"], r["usage"]
+        uses = [b["toolUse"] for b in content if "toolUse" in b]
+        text = "".join(b.get("text", "") for b in content)
+        out.append((text, [(u["name"], u["input"]) for u in uses], stop, (usage["inputTokens"], usage["outputTokens"])))
+        if not uses:
+            break
+        messages.append({"role": "assistant", "content": content})
+        results = [{"toolResult": {"toolUseId": u["toolUseId"], "content": [{"text": "sunny"}]}} for u in uses]
+        messages.append({"role": "user", "content": results})
+    return out
+
+
+def _converse_events(stream: Any) -> tuple[list[Any], str, Any]:
+    """A ConverseStream rebuilt as Converse's content blocks, stop reason and usage."""
+    blocks: dict[int, dict[str, Any]] = {}
+    stop, usage = "", None
+    for event in stream:
+        (kind, body) = next(iter(event.items()))
+        i = body.get("contentBlockIndex", 0)
+        if kind == "contentBlockStart":
+            blocks[i] = {"toolUse": {**body["start"]["toolUse"], "input": ""}}
+        elif kind == "contentBlockDelta" and "text" in body["delta"]:
+            blocks.setdefault(i, {"text": ""})["text"] += body["delta"]["text"]
+        elif kind == "contentBlockDelta" and "toolUse" in body["delta"]:
+            blocks[i]["toolUse"]["input"] += body["delta"]["toolUse"]["input"]
+        elif kind == "messageStop":
+            stop = body["stopReason"]
+        elif kind == "metadata":
+            usage = body["usage"]
+    for block in blocks.values():
+        if "toolUse" in block:
+            block["toolUse"]["input"] = json.loads(block["toolUse"]["input"] or "{}")
+    return [blocks[i] for i in sorted(blocks)], stop, usage
 
 
 CLIENTS: dict[str, Callable[[str, bool], Summary]] = {
@@ -287,4 +357,6 @@ CLIENTS: dict[str, Callable[[str, bool], Summary]] = {
     "mistral": mistral_chat,
     "azure": azure_chat,
     "vertex": vertex,
+    "bedrock": bedrock_converse,
+    "bedrock-invoke": anthropic_bedrock,
 }

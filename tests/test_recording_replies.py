@@ -96,6 +96,7 @@ CREDENTIALS = {  # one conversation each: a different opening
         "/v1/projects/p/locations/us-central1/publishers/google/models/m:generateContent",
         {"contents": [{"role": "user", "parts": [{"text": "hi from vertex"}]}]},
     ),
+    "bedrock": ("/model/m/converse", {"messages": [{"role": "user", "content": [{"text": "hi from bedrock"}]}]}),
 }
 #: what tells a request apart on a path providers share (Mistral's SDK sends its User-Agent)
 SHARED_PATH = {"mistral": {"user-agent": "mistral-client-python/1.9.0"}}
@@ -109,6 +110,7 @@ def test_no_credential_reaches_a_file_on_any_provider(tmp_path: Path, serve_text
         "api-key": KEY,
         "cookie": f"session={KEY}",
         "proxy-authorization": f"Basic {KEY}",
+        "x-amz-security-token": KEY,  # AWS: a session token beside the SigV4 `authorization`
         "anthropic-version": "2023-06-01",
         "openai-organization": "org-visible",
     }

@@ -231,8 +231,8 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         upstream="https://bedrock-runtime.us-east-1.amazonaws.com",
         chat_path="/model/{model}/converse",
         default_model="anthropic.claude-3-5-sonnet-20240620-v1:0",
+        recorded=r"/model/.+/(?:converse|converse-stream|invoke|invoke-with-response-stream)$",
         prefixes=("/model/",),
-        reader=None,  # the recording reader comes with `mockllm record` support
     ),
 )
 
