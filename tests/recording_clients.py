@@ -9,15 +9,15 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
-import cohere
 import boto3
 import botocore.config
+import cohere
 import ollama
 import openai
 from google import genai
 from google.genai import types
-from mistralai.client import Mistral
 from google.oauth2.credentials import Credentials
+from mistralai.client import Mistral
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 QUESTION = "What is the weather in Lima?"
