@@ -292,6 +292,8 @@ def mistral_chat(url: str, stream: bool) -> Summary:
         messages.append({"role": "assistant", "content": text, "tool_calls": [c.model_dump() for c in calls]})
         messages += [{"role": "tool", "tool_call_id": c.id, "name": c.function.name, "content": "sunny"} for c in calls]
     return out
+
+
 def bedrock_converse(url: str, stream: bool) -> Summary:
     """boto3's converse and converse_stream (SigV4-signed: the key id and session token are on the wire)."""
     client = boto3.client(
