@@ -9,14 +9,21 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
+import boto3
+import botocore.config
+import cohere
 import ollama
 import openai
 from google import genai
 from google.genai import types
+from google.oauth2.credentials import Credentials
+from mistralai.client import Mistral
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 QUESTION = "What is the weather in Lima?"
 KEY = "sk-secret-do-not-write-0123456789"
+SECRET = "aws-secret-never-sent-0123456789"
+BEDROCK_MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 
 #: The upstream's script: a tool call, then an answer; both provider-neutral.
 UPSTREAM = """
@@ -43,27 +50,37 @@ Summary = list[tuple[str, list[tuple[str, Any]], str, Any]]
 
 def openai_chat(url: str, stream: bool) -> Summary:
     with openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0) as c:
-        tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
-        messages: list[Any] = [{"role": "user", "content": QUESTION}]
-        out: Summary = []
-        for _ in range(2):
-            if stream:
-                opts: Any = {"stream_options": {"include_usage": True}}
-                with c.chat.completions.stream(model="gpt-4o", messages=messages, tools=tools, **opts) as s:
-                    done = s.get_final_completion()
-            else:
-                done = c.chat.completions.create(model="gpt-4o", messages=messages, tools=tools)
-            choice = done.choices[0]
-            calls = [(t.function.name, json.loads(t.function.arguments)) for t in choice.message.tool_calls or []]  # type: ignore[union-attr]
-            usage = (done.usage.prompt_tokens, done.usage.completion_tokens) if done.usage else None
-            out.append((choice.message.content or "", calls, choice.finish_reason, usage))
-            if not calls:
-                break
-            messages.append(choice.message.model_dump(exclude_none=True))
-            messages += [
-                {"role": "tool", "tool_call_id": t.id, "content": "sunny"} for t in choice.message.tool_calls or []
-            ]
-        return out
+        return openai_chat_loop(c, "gpt-4o", stream)
+
+
+def azure_chat(url: str, stream: bool) -> Summary:
+    """openai.AzureOpenAI: a deployment route with api-version, the key in the `api-key` header."""
+    with openai.AzureOpenAI(azure_endpoint=url, api_version="2024-10-21", api_key=KEY, max_retries=0) as c:
+        return openai_chat_loop(c, "weather-deployment", stream)
+
+
+def openai_chat_loop(c: Any, model: str, stream: bool) -> Summary:
+    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            opts: Any = {"stream_options": {"include_usage": True}}
+            with c.chat.completions.stream(model=model, messages=messages, tools=tools, **opts) as s:
+                done = s.get_final_completion()
+        else:
+            done = c.chat.completions.create(model=model, messages=messages, tools=tools)
+        choice = done.choices[0]
+        calls = [(t.function.name, json.loads(t.function.arguments)) for t in choice.message.tool_calls or []]  # type: ignore[union-attr]
+        usage = (done.usage.prompt_tokens, done.usage.completion_tokens) if done.usage else None
+        out.append((choice.message.content or "", calls, choice.finish_reason, usage))
+        if not calls:
+            break
+        messages.append(choice.message.model_dump(exclude_none=True))
+        messages += [
+            {"role": "tool", "tool_call_id": t.id, "content": "sunny"} for t in choice.message.tool_calls or []
+        ]
+    return out
 
 
 def openai_responses(url: str, stream: bool) -> Summary:
@@ -92,73 +109,101 @@ def openai_responses(url: str, stream: bool) -> Summary:
 
 def anthropic_messages(url: str, stream: bool) -> Summary:
     with anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0) as c:
-        tools: Any = [{"name": "get_weather", "input_schema": SCHEMA}]
-        messages: list[Any] = [{"role": "user", "content": QUESTION}]
-        out: Summary = []
-        for _ in range(2):
-            if stream:
-                with c.messages.stream(model="claude-x", max_tokens=200, messages=messages, tools=tools) as s:
-                    m = s.get_final_message()
-            else:
-                m = c.messages.create(model="claude-x", max_tokens=200, messages=messages, tools=tools)
-            uses = [b for b in m.content if b.type == "tool_use"]
-            text = "".join(b.text for b in m.content if b.type == "text")
-            out.append(
-                (
-                    text,
-                    [(b.name, b.input) for b in uses],
-                    m.stop_reason or "",
-                    (m.usage.input_tokens, m.usage.output_tokens),
-                )
+        return anthropic_loop(c, "claude-x", stream)
+
+
+def anthropic_bedrock(url: str, stream: bool) -> Summary:
+    """Bedrock's invoke and invoke-with-response-stream, with Anthropic bodies."""
+    client = anthropic.AnthropicBedrock(
+        base_url=url, aws_access_key=KEY, aws_secret_key=SECRET, aws_session_token=KEY, aws_region="us-east-1"
+    )
+    with client as c:
+        return anthropic_loop(c, BEDROCK_MODEL, stream)
+
+
+def anthropic_loop(c: Any, model: str, stream: bool) -> Summary:
+    tools: Any = [{"name": "get_weather", "input_schema": SCHEMA}]
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            with c.messages.stream(model=model, max_tokens=200, messages=messages, tools=tools) as s:
+                m = s.get_final_message()
+        else:
+            m = c.messages.create(model=model, max_tokens=200, messages=messages, tools=tools)
+        uses = [b for b in m.content if b.type == "tool_use"]
+        text = "".join(b.text for b in m.content if b.type == "text")
+        out.append(
+            (
+                text,
+                [(b.name, b.input) for b in uses],
+                m.stop_reason or "",
+                (m.usage.input_tokens, m.usage.output_tokens),
             )
-            if not uses:
-                break
-            messages.append({"role": "assistant", "content": [b.model_dump() for b in m.content]})
-            messages.append(
-                {
-                    "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": b.id, "content": "sunny"} for b in uses],
-                }
-            )
-        return out
+        )
+        if not uses:
+            break
+        messages.append({"role": "assistant", "content": [b.model_dump() for b in m.content]})
+        messages.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": b.id, "content": "sunny"} for b in uses],
+            }
+        )
+    return out
 
 
 def gemini(url: str, stream: bool) -> Summary:
     with genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=url)) as c:
-        decl = types.FunctionDeclaration(name="get_weather", parameters_json_schema=SCHEMA)
-        config = types.GenerateContentConfig(
-            tools=[types.Tool(function_declarations=[decl])],
-            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        return gemini_loop(c, stream)
+
+
+def vertex(url: str, stream: bool) -> Summary:
+    """google-genai with vertexai=True: project and location routes, an OAuth bearer token."""
+    client = genai.Client(
+        vertexai=True,
+        project="my-project",
+        location="us-central1",
+        credentials=Credentials(token=KEY),
+        http_options=types.HttpOptions(base_url=url),
+    )
+    with client as c:
+        return gemini_loop(c, stream)
+
+
+def gemini_loop(c: Any, stream: bool) -> Summary:
+    decl = types.FunctionDeclaration(name="get_weather", parameters_json_schema=SCHEMA)
+    config = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[decl])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            pieces = list(c.models.generate_content_stream(model="gemini-2.5-flash", contents=contents, config=config))
+        else:
+            pieces = [c.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)]
+        text = "".join(p.text or "" for p in pieces)
+        calls = [(fc.name or "", fc.args) for p in pieces for fc in p.function_calls or []]
+        last = pieces[-1]
+        finish = str(last.candidates[0].finish_reason) if last.candidates else ""
+        u = last.usage_metadata
+        out.append((text, calls, finish, (u.prompt_token_count, u.candidates_token_count) if u else None))
+        if not calls:
+            break
+        contents.append(
+            types.Content(
+                role="model", parts=[types.Part(function_call=types.FunctionCall(name=n, args=a)) for n, a in calls]
+            )
         )
-        contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
-        out: Summary = []
-        for _ in range(2):
-            if stream:
-                pieces = list(
-                    c.models.generate_content_stream(model="gemini-2.5-flash", contents=contents, config=config)
-                )
-            else:
-                pieces = [c.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)]
-            text = "".join(p.text or "" for p in pieces)
-            calls = [(fc.name or "", fc.args) for p in pieces for fc in p.function_calls or []]
-            last = pieces[-1]
-            finish = str(last.candidates[0].finish_reason) if last.candidates else ""
-            u = last.usage_metadata
-            out.append((text, calls, finish, (u.prompt_token_count, u.candidates_token_count) if u else None))
-            if not calls:
-                break
-            contents.append(
-                types.Content(
-                    role="model", parts=[types.Part(function_call=types.FunctionCall(name=n, args=a)) for n, a in calls]
-                )
+        contents.append(
+            types.Content(
+                role="user",
+                parts=[types.Part.from_function_response(name=n, response={"r": "sunny"}) for n, _ in calls],
             )
-            contents.append(
-                types.Content(
-                    role="user",
-                    parts=[types.Part.from_function_response(name=n, response={"r": "sunny"}) for n, _ in calls],
-                )
-            )
-        return out
+        )
+    return out
 
 
 def ollama_chat(url: str, stream: bool) -> Summary:
@@ -188,10 +233,132 @@ def ollama_chat(url: str, stream: bool) -> Summary:
         return out
 
 
+def cohere_chat(url: str, stream: bool) -> Summary:
+    co = cohere.ClientV2(base_url=url, api_key=KEY)
+    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            events = list(co.chat_stream(model="command-a-03-2025", messages=messages, tools=tools))
+            text = "".join(
+                e.delta.message.tool_plan if e.type == "tool-plan-delta" else e.delta.message.content.text
+                for e in events
+                if e.type in ("tool-plan-delta", "content-delta")
+            )
+            starts = {e.index: e.delta.message.tool_calls for e in events if e.type == "tool-call-start"}
+            arguments = {i: "" for i in starts}
+            for e in events:
+                if e.type == "tool-call-delta":
+                    arguments[e.index] += e.delta.message.tool_calls.function.arguments
+            calls = [(c.id, c.function.name, arguments[i]) for i, c in starts.items()]
+            end = events[-1].delta
+            finish, tokens = end.finish_reason, end.usage.tokens
+        else:
+            r = co.chat(model="command-a-03-2025", messages=messages, tools=tools)
+            text = r.message.tool_plan or "".join(c.text for c in r.message.content or [] if c.type == "text")
+            calls = [(c.id, c.function.name, c.function.arguments) for c in r.message.tool_calls or []]
+            finish, tokens = r.finish_reason, r.usage.tokens
+        said = [(name, json.loads(arguments)) for _, name, arguments in calls]
+        out.append((text, said, finish, (tokens.input_tokens, tokens.output_tokens)))
+        if not calls:
+            break
+        wire = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls]
+        messages.append({"role": "assistant", "tool_plan": text, "tool_calls": wire})
+        messages += [{"role": "tool", "tool_call_id": i, "content": "sunny"} for i, _, _ in calls]
+    return out
+
+
+def mistral_chat(url: str, stream: bool) -> Summary:
+    m = Mistral(server_url=url, api_key=KEY)
+    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            with m.chat.stream(model="mistral-small-latest", messages=messages, tools=tools) as s:
+                events = [e.data for e in s]
+            text = "".join(str(e.choices[0].delta.content or "") for e in events if e.choices)
+            calls = [tc for e in events if e.choices for tc in e.choices[0].delta.tool_calls or []]
+            finish, usage = events[-1].choices[0].finish_reason, events[-1].usage
+        else:
+            r = m.chat.complete(model="mistral-small-latest", messages=messages, tools=tools)
+            text, calls = str(r.choices[0].message.content or ""), r.choices[0].message.tool_calls or []
+            finish, usage = r.choices[0].finish_reason, r.usage
+        said = [(c.function.name, json.loads(str(c.function.arguments))) for c in calls]
+        out.append((text, said, finish, (usage.prompt_tokens, usage.completion_tokens)))
+        if not calls:
+            break
+        messages.append({"role": "assistant", "content": text, "tool_calls": [c.model_dump() for c in calls]})
+        messages += [{"role": "tool", "tool_call_id": c.id, "name": c.function.name, "content": "sunny"} for c in calls]
+    return out
+
+
+def bedrock_converse(url: str, stream: bool) -> Summary:
+    """boto3's converse and converse_stream (SigV4-signed: the key id and session token are on the wire)."""
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id=KEY,
+        aws_secret_access_key=SECRET,
+        aws_session_token=KEY,
+        config=botocore.config.Config(retries={"max_attempts": 1}),
+    )
+    tool_config: Any = {"tools": [{"toolSpec": {"name": "get_weather", "inputSchema": {"json": SCHEMA}}}]}
+    messages: list[Any] = [{"role": "user", "content": [{"text": QUESTION}]}]
+    out: Summary = []
+    for _ in range(2):
+        if stream:
+            events = client.converse_stream(modelId=BEDROCK_MODEL, messages=messages, toolConfig=tool_config)
+            content, stop, usage = _converse_events(events["stream"])
+        else:
+            r = client.converse(modelId=BEDROCK_MODEL, messages=messages, toolConfig=tool_config)
+            content, stop, usage = r["output"]["message"]["content"], r["stopReason"], r["usage"]
+        uses = [b["toolUse"] for b in content if "toolUse" in b]
+        text = "".join(b.get("text", "") for b in content)
+        out.append((text, [(u["name"], u["input"]) for u in uses], stop, (usage["inputTokens"], usage["outputTokens"])))
+        if not uses:
+            break
+        messages.append({"role": "assistant", "content": content})
+        results = [{"toolResult": {"toolUseId": u["toolUseId"], "content": [{"text": "sunny"}]}} for u in uses]
+        messages.append({"role": "user", "content": results})
+    return out
+
+
+def _converse_events(stream: Any) -> tuple[list[Any], str, Any]:
+    """A ConverseStream rebuilt as Converse's content blocks, stop reason and usage."""
+    blocks: dict[int, dict[str, Any]] = {}
+    stop, usage = "", None
+    for event in stream:
+        (kind, body) = next(iter(event.items()))
+        i = body.get("contentBlockIndex", 0)
+        if kind == "contentBlockStart":
+            blocks[i] = {"toolUse": {**body["start"]["toolUse"], "input": ""}}
+        elif kind == "contentBlockDelta" and "text" in body["delta"]:
+            blocks.setdefault(i, {"text": ""})["text"] += body["delta"]["text"]
+        elif kind == "contentBlockDelta" and "toolUse" in body["delta"]:
+            blocks[i]["toolUse"]["input"] += body["delta"]["toolUse"]["input"]
+        elif kind == "messageStop":
+            stop = body["stopReason"]
+        elif kind == "metadata":
+            usage = body["usage"]
+    for block in blocks.values():
+        if "toolUse" in block:
+            block["toolUse"]["input"] = json.loads(block["toolUse"]["input"] or "{}")
+    return [blocks[i] for i in sorted(blocks)], stop, usage
+
+
 CLIENTS: dict[str, Callable[[str, bool], Summary]] = {
     "openai": openai_chat,
     "responses": openai_responses,
     "anthropic": anthropic_messages,
     "gemini": gemini,
     "ollama": ollama_chat,
+    "cohere": cohere_chat,
+    "mistral": mistral_chat,
+    "azure": azure_chat,
+    "vertex": vertex,
+    "bedrock": bedrock_converse,
+    "bedrock-invoke": anthropic_bedrock,
 }

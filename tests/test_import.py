@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import yaml
@@ -86,12 +87,26 @@ def _credentials(ex: Exchange) -> dict[str, str]:
     return {**ex.headers, "Authorization": f"Bearer {KEY}", "x-api-key": KEY, "Cookie": f"session={KEY}"}
 
 
+def _with_key(ex: Exchange) -> str:
+    """The path and query as recorded (Azure's `api-version` included), with a `key=` parameter to drop."""
+    return f"{ex.path}?{urlencode({**ex.query, 'key': KEY})}"
+
+
+def _text_or_bytes(body: bytes) -> str | bytes:
+    """A body as VCR.py keeps it: text when it is UTF-8, else the bytes (YAML ``!!binary``, base64)."""
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body
+
+
 def vcr(exchanges: list[Exchange]) -> str:
-    """A VCR.py cassette: odd responses gzip-compressed as !!binary, even ones as text."""
+    """A VCR.py cassette: odd responses gzip-compressed, bodies that are not UTF-8 text (AWS event
+    streams) and compressed ones as ``!!binary``, as VCR.py writes them; even ones as text."""
     interactions = []
     for i, ex in enumerate(exchanges):
         headers = {k: [v] for k, v in ex.response_headers.items()}
-        body: Any = ex.body.decode()
+        body = _text_or_bytes(ex.body)
         if i % 2:
             body = gzip.compress(ex.body)
             headers["Content-Encoding"] = ["gzip"]
@@ -99,9 +114,9 @@ def vcr(exchanges: list[Exchange]) -> str:
             {
                 "request": {
                     "method": ex.method,
-                    "uri": f"https://api.example.com{ex.path}?key={KEY}",
+                    "uri": f"https://api.example.com{_with_key(ex)}",
                     "headers": {k: [v] for k, v in _credentials(ex).items()},
-                    "body": ex.request_body.decode(),
+                    "body": _text_or_bytes(ex.request_body),
                 },
                 "response": {
                     "status": {"code": ex.status, "message": "OK"},
@@ -119,20 +134,27 @@ def vcr(exchanges: list[Exchange]) -> str:
     return yaml.safe_dump({"interactions": interactions, "version": 1})
 
 
+def _har_content(body: bytes, mime: str, base64_anyway: bool) -> dict[str, Any]:
+    """A HAR body: its text, or base64 with ``encoding: "base64"`` when it is not UTF-8 text (as
+    browsers and proxies export binary bodies)."""
+    text = _text_or_bytes(body)
+    if isinstance(text, str) and not base64_anyway:
+        return {"mimeType": mime, "text": text}
+    return {"mimeType": mime, "text": base64.b64encode(body).decode(), "encoding": "base64"}
+
+
 def har(exchanges: list[Exchange]) -> str:
-    """A HAR 1.2 log: odd response bodies base64-encoded."""
+    """A HAR 1.2 log: odd response bodies and every binary one base64-encoded."""
     entries = []
     for i, ex in enumerate(exchanges):
-        content: dict[str, Any] = {"mimeType": ex.response_headers.get("content-type", ""), "text": ex.body.decode()}
-        if i % 2:
-            content.update(text=base64.b64encode(ex.body).decode(), encoding="base64")
+        content = _har_content(ex.body, ex.response_headers.get("content-type", ""), base64_anyway=bool(i % 2))
         entries.append(
             {
                 "request": {
                     "method": ex.method,
-                    "url": f"http://localhost:1234{ex.path}?key={KEY}",
+                    "url": f"http://localhost:1234{_with_key(ex)}",
                     "headers": [{"name": k, "value": v} for k, v in _credentials(ex).items()],
-                    "postData": {"mimeType": "application/json", "text": ex.request_body.decode()},
+                    "postData": _har_content(ex.request_body, "application/json", base64_anyway=False),
                 },
                 "response": {
                     "status": ex.status,
@@ -144,17 +166,26 @@ def har(exchanges: list[Exchange]) -> str:
     return json.dumps({"log": {"version": "1.2", "entries": entries}})
 
 
+def _pair_response(ex: Exchange) -> dict[str, Any]:
+    """The pair form's response: its body as text, or base64 with ``"encoding": "base64"`` when binary."""
+    out: dict[str, Any] = {"status": ex.status, "headers": dict(ex.response_headers)}
+    body = _text_or_bytes(ex.body)
+    if isinstance(body, bytes):
+        return {**out, "body": base64.b64encode(body).decode(), "encoding": "base64"}
+    return {**out, "body": body}
+
+
 def pairs(exchanges: list[Exchange]) -> str:
     return json.dumps(
         [
             {
                 "request": {
                     "method": ex.method,
-                    "path": ex.path,
+                    "path": _with_key(ex),
                     "headers": _credentials(ex),
                     "body": json.loads(ex.request_body),
                 },
-                "response": {"status": ex.status, "headers": dict(ex.response_headers), "body": ex.body.decode()},
+                "response": _pair_response(ex),
             }
             for ex in exchanges
         ]
@@ -178,7 +209,10 @@ def test_import_then_replay_gives_the_client_the_same_answers(
     name, write = FORMATS[fmt]
     cassettes = tmp_path / "cassettes"
     cassettes.mkdir()
-    (cassettes / name).write_text(write(exchanges), encoding="utf-8")
+    cassette = write(exchanges)
+    (cassettes / name).write_text(cassette, encoding="utf-8")
+    if fmt != "pairs":  # compressed and binary bodies travel as VCR.py and HAR exporters write them
+        assert ("!!binary" if fmt == "vcr" else '"encoding": "base64"') in cassette
     out = tmp_path / "scripts"
     assert main(["import", str(cassettes), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -214,3 +248,65 @@ def test_a_cassette_without_llm_calls_writes_nothing(tmp_path: Path) -> None:
     r = run_import(str(other), "--out", str(tmp_path / "out"))
     assert r.returncode == 0
     assert "wrote 0 scripts (0 exchanges)" in r.stdout and "skipped 1 interaction" in r.stdout
+
+
+_ANSWER = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1700000000,
+    "model": "gpt-4o",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Sunny."}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11},
+}
+_QUESTION = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Weather?"}]}
+
+
+def _block(data: bytes) -> str:
+    """Base64 as a YAML block literal, 76 characters a line, the way yaml.dump writes ``!!binary``."""
+    text = base64.b64encode(data).decode()
+    return "\n".join("        " + text[i : i + 76] for i in range(0, len(text), 76))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "\n      string: !!binary |\n{gzip}",  # VCR.py: the compressed bytes as they came
+        " {{base64_string: {b64}}}",  # a base64 body under its own key
+    ],
+    ids=["binary", "base64_string"],
+)
+def test_a_vcr_cassette_with_base64_bodies_imports(tmp_path: Path, body: str) -> None:
+    raw = json.dumps(_ANSWER).encode()
+    response_body = body.format(gzip=_block(gzip.compress(raw)), b64=base64.b64encode(raw).decode())
+    cassette = f"""interactions:
+- request:
+    body: !!binary |
+{_block(json.dumps(_QUESTION).encode())}
+    headers:
+      authorization: [Bearer {KEY}]
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions?key={KEY}
+  response:
+    body:{response_body}
+    headers:
+      content-type: [application/json]
+    status: {{code: 200, message: OK}}
+version: 1
+"""
+    (tmp_path / "c.yaml").write_text(cassette, encoding="utf-8")
+    assert main(["import", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "out")]) == 0
+    [script] = check_clean(tmp_path / "out")
+    text = script.read_text(encoding="utf-8")
+    assert 'last user message is "Weather?"' in text and 'text "Sunny."' in text and "usage 9 in, 2 out" in text
+    assert KEY not in text
+
+
+def test_a_json_pair_with_a_base64_body_imports(tmp_path: Path) -> None:
+    pair = {
+        "request": {"method": "POST", "path": "/v1/chat/completions", "body": _QUESTION},
+        "response": {"body": base64.b64encode(json.dumps(_ANSWER).encode()).decode(), "encoding": "base64"},
+    }
+    (tmp_path / "p.json").write_text(json.dumps(pair), encoding="utf-8")
+    assert main(["import", str(tmp_path / "p.json"), "--out", str(tmp_path / "out")]) == 0
+    [script] = check_clean(tmp_path / "out")
+    assert 'text "Sunny."' in script.read_text(encoding="utf-8")

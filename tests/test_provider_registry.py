@@ -186,6 +186,9 @@ def test_recorded_chat_paths() -> None:
     assert registry.recorded_provider("POST", "/openai/v1/chat/completions") == "azure"
     vertex = "/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent"
     assert registry.recorded_provider("POST", vertex) == "vertex"
+    mistral_sdk = {"user-agent": "mistral-client-python/1.9.0"}
+    assert registry.recorded_provider("POST", "/v1/chat/completions", mistral_sdk) == "mistral"
+    assert registry.recorded_provider("POST", "/v2/chat") == "cohere"
 
 
 def test_upstream_for_openai_also_serves_responses_unless_given() -> None:

@@ -89,7 +89,17 @@ CREDENTIALS = {  # one conversation each: a different opening
         {"contents": [{"role": "user", "parts": [{"text": "hi from gemini"}]}]},
     ),
     "ollama": ("/api/chat", {"model": "m", "messages": _say("ollama"), "stream": False}),
+    "cohere": ("/v2/chat", {"model": "m", "messages": _say("cohere")}),
+    "mistral": ("/v1/chat/completions", {"model": "m", "messages": _say("mistral")}),
+    "azure": ("/openai/deployments/d/chat/completions?api-version=2024-10-21", {"messages": _say("azure")}),
+    "vertex": (
+        "/v1/projects/p/locations/us-central1/publishers/google/models/m:generateContent",
+        {"contents": [{"role": "user", "parts": [{"text": "hi from vertex"}]}]},
+    ),
+    "bedrock": ("/model/m/converse", {"messages": [{"role": "user", "content": [{"text": "hi from bedrock"}]}]}),
 }
+#: what tells a request apart on a path providers share (Mistral's SDK sends its User-Agent)
+SHARED_PATH = {"mistral": {"user-agent": "mistral-client-python/1.9.0"}}
 
 
 def test_no_credential_reaches_a_file_on_any_provider(tmp_path: Path, serve_text: Any) -> None:
@@ -100,12 +110,15 @@ def test_no_credential_reaches_a_file_on_any_provider(tmp_path: Path, serve_text
         "api-key": KEY,
         "cookie": f"session={KEY}",
         "proxy-authorization": f"Basic {KEY}",
+        "x-amz-security-token": KEY,  # AWS: a session token beside the SigV4 `authorization`
         "anthropic-version": "2023-06-01",
         "openai-organization": "org-visible",
     }
     with serve_text("") as upstream, recorder(upstream, tmp_path) as (url, _):
-        for path, body in CREDENTIALS.values():
-            r = httpx.post(f"{url}{path}?key={KEY}&api_key={KEY}", headers=headers, content=json.dumps(body))
+        for provider, (path, body) in CREDENTIALS.items():
+            sent = {**headers, **SHARED_PATH.get(provider, {})}
+            query = f"{'&' if '?' in path else '?'}key={KEY}&api_key={KEY}"
+            r = httpx.post(url + path + query, headers=sent, content=json.dumps(body))
             assert r.status_code == 200, r.text
     files = check_clean(tmp_path)
     assert len(files) == len(CREDENTIALS)

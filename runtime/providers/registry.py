@@ -211,7 +211,6 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         upstream="https://api.cohere.com",
         prefixes=("/v2/",),
         inputs="embed_cohere",
-        reader=None,  # the recording reader comes with `mockllm record` support
     ),
     ProviderEntry(
         name="mistral",
@@ -222,7 +221,6 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         ),
         upstream="https://api.mistral.ai",
         inputs="embed_mistral",
-        reader=None,  # the recording reader comes with `mockllm record` support
     ),
     ProviderEntry(
         name="bedrock",
@@ -233,8 +231,8 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         upstream="https://bedrock-runtime.us-east-1.amazonaws.com",
         chat_path="/model/{model}/converse",
         default_model="anthropic.claude-3-5-sonnet-20240620-v1:0",
+        recorded=r"/model/.+/(?:converse|converse-stream|invoke|invoke-with-response-stream)$",
         prefixes=("/model/",),
-        reader=None,  # the recording reader comes with `mockllm record` support
     ),
 )
 
@@ -352,15 +350,23 @@ def provider_for(path: str, headers: Mapping[str, str] | None = None) -> Provide
     return DEFAULT_PROVIDER
 
 
-def recorded_provider(method: str, path: str) -> Provider | None:
+def recorded_provider(method: str, path: str, headers: Mapping[str, str] | None = None) -> Provider | None:
     """The provider whose chat request a recorded ``method`` ``path`` is, None for any other request
-    (listings, embeddings, non-LLM traffic). Paths may carry a proxy's prefix."""
+    (listings, embeddings, non-LLM traffic). Paths may carry a proxy's prefix. Where providers share a
+    chat path, the one whose claim holds on the request's ``headers`` (lower-cased names) wins, as in
+    serving; else the first entry that claims it unconditionally."""
     if method != "POST":
         return None
-    for e in ENTRIES:
-        if e.reader is not None and re.search(e.recorded, path):
+    matches = [e for e in ENTRIES if e.reader is not None and re.search(e.recorded, path)]
+    for e in matches:
+        claim = _chat_claim(e)
+        if claim is not None and claim(path, headers or {}):
             return e.name
-    return None
+    return next((e.name for e in matches if _chat_claim(e) is None), None)
+
+
+def _chat_claim(e: ProviderEntry) -> Claim | None:
+    return next((r.when for r in e.routes if r.handler == "chat" and r.when is not None), None)
 
 
 def chat_path(name: str, body: Any) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -40,6 +40,30 @@ class Answer:
     @property
     def text(self) -> str:
         return "".join(self.text_chunks)
+
+
+class StreamedCalls:
+    """Tool calls as a stream delivers them, by index: a name and an id (when the event carries them),
+    then argument fragments."""
+
+    def __init__(self) -> None:
+        self._slots: dict[int, list[Any]] = {}  # index → [name, id, fragments]
+
+    def start(self, index: int, name: Any = None, call_id: Any = None) -> None:
+        slot = self._slots.setdefault(index, [None, None, []])
+        slot[0], slot[1] = name or slot[0], call_id or slot[1]
+
+    def add(self, index: int, fragment: Any) -> None:
+        if fragment:
+            self._slots.setdefault(index, [None, None, []])[2].append(str(fragment))
+
+    def calls(self, arguments: Callable[[str], Any] | None = None) -> tuple[Call, ...]:
+        """The calls in index order; ``arguments`` reads the joined fragments (default: as JSON)."""
+        read = arguments or parse_arguments
+        return tuple(
+            Call(str(name or ""), read("".join(parts)), call_id, tuple(parts))
+            for name, call_id, parts in (self._slots[i] for i in sorted(self._slots))
+        )
 
 
 def parse_arguments(raw: Any) -> Any:

@@ -1,6 +1,6 @@
 """Existing recordings → exchanges: VCR.py / pytest-recording YAML cassettes, HAR 1.2, and the plain
 JSON pair form ``{"request": {method, path, headers, body}, "response": {status, headers, body}}``
-(one object or a list).
+(one object or a list; a binary body is its base64 with ``"encoding": "base64"`` beside it).
 
 Bodies may be text, JSON, base64 (HAR ``encoding``, YAML ``!!binary``) and gzip-compressed. YAML needs
 PyYAML, which the ``record`` extra installs (``pip install 'mockllm[record]'``); HAR and JSON need
@@ -60,8 +60,8 @@ def _vcr(name: str, text: str) -> list[Exchange]:
         req_headers = _header_pairs(req.get("headers"))
         resp_headers = _header_pairs(resp.get("headers"))
         body = resp.get("body")
-        if isinstance(body, dict):
-            body = body.get("string", body.get("base64_string"))
+        if isinstance(body, dict):  # {string: TEXT | !!binary BYTES}, or {base64_string: B64}
+            body = _b64(body["base64_string"]) if body.get("base64_string") else body.get("string")
         status = resp.get("status")
         code = status.get("code") if isinstance(status, dict) else status
         out.append(
@@ -92,21 +92,15 @@ def _har(name: str, doc: Mapping[str, Any]) -> list[Exchange]:
         resp_headers = _header_pairs(resp.get("headers"))
         post = req.get("postData") or {}
         content = resp.get("content") or {}
-        resp_body: Any = content.get("text") or ""
-        if content.get("encoding") == "base64" and isinstance(resp_body, str):
-            resp_body = _b64(resp_body)
-        req_body: Any = post.get("text") or ""
-        if post.get("encoding") == "base64" and isinstance(req_body, str):
-            req_body = _b64(req_body)
         out.append(
             _exchange(
                 str(req.get("method", "GET")),
                 str(req.get("url", "/")),
                 req_headers,
-                _bytes(req_body, req_headers),
+                _bytes(_encoded(post.get("text") or "", post), req_headers),
                 resp.get("status"),
                 resp_headers,
-                _bytes(resp_body, resp_headers),
+                _bytes(_encoded(content.get("text") or "", content), resp_headers),
             )
         )
     return out
@@ -126,10 +120,10 @@ def _pairs(name: str, doc: Any) -> list[Exchange]:
                 str(req.get("method", "POST")),
                 str(req.get("path") or req.get("url") or "/"),
                 req_headers,
-                _bytes(req.get("body"), req_headers),
+                _bytes(_encoded(req.get("body"), req), req_headers),
                 resp.get("status", 200),
                 resp_headers,
-                _bytes(resp.get("body"), resp_headers),
+                _bytes(_encoded(resp.get("body"), resp), resp_headers),
             )
         )
     return out
@@ -171,6 +165,15 @@ def _b64(text: str) -> bytes | str:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         return text
+
+
+def _encoded(body: Any, holder: Mapping[str, Any]) -> Any:
+    """``body`` decoded when its holder says ``"encoding": "base64"`` (HAR's ``content`` and
+    ``postData``, a JSON pair's ``request`` or ``response``): how binary bodies (AWS event streams,
+    compressed bodies) travel in JSON."""
+    if holder.get("encoding") == "base64" and isinstance(body, str):
+        return _b64(body)
+    return body
 
 
 def _bytes(body: Any, headers: list[tuple[str, str]]) -> bytes:

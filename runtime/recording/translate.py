@@ -67,7 +67,7 @@ class Script:
 def read_exchange(ex: Exchange) -> Turn | None:
     """The exchange as a turn; None when it is not a chat call of a known provider, or its request
     does not parse (it would not be an LLM call the server can answer)."""
-    provider = provider_for(ex.method, ex.path)
+    provider = provider_for(ex.method, ex.path, ex.headers)
     if provider is None:
         return _read_embedding(ex)
     reader = READERS[provider]

@@ -9,6 +9,7 @@ adding a provider is adding a module here and naming it in its registry entry.""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from types import ModuleType
 
 from mockllm.runtime.providers.registry import ENTRIES, recorded_provider
@@ -18,6 +19,7 @@ READERS: dict[str, ModuleType] = {
 }
 
 
-def provider_for(method: str, path: str) -> str | None:
-    """The provider whose chat route ``path`` is, None for any other request (listings, non-LLM)."""
-    return recorded_provider(method, path)
+def provider_for(method: str, path: str, headers: Mapping[str, str] | None = None) -> str | None:
+    """The provider whose chat route ``path`` is (``headers`` tell providers sharing a path apart),
+    None for any other request (listings, non-LLM)."""
+    return recorded_provider(method, path, headers)

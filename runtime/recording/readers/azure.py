@@ -6,5 +6,6 @@ from __future__ import annotations
 from mockllm.runtime.recording.readers.openai_chat import read
 
 PROVIDER = "azure"
+CALL_IDS = True  # its tool calls carry ids a script can keep
 
-__all__ = ["PROVIDER", "read"]
+__all__ = ["CALL_IDS", "PROVIDER", "read"]

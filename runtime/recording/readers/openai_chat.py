@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from mockllm.dsl.tree.nodes import FinishReason
-from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
+from mockllm.runtime.recording.answer import (
+    Answer,
+    Call,
+    StreamedCalls,
+    load_json,
+    number,
+    parse_arguments,
+    sse_objects,
+)
 
 PROVIDER = "openai"
 CALL_IDS = True  # its tool calls carry ids a script can keep
@@ -23,10 +31,6 @@ def _usage(data: Any) -> tuple[int, int] | None:
     if isinstance(u, dict):
         return number(u.get("prompt_tokens")), number(u.get("completion_tokens"))
     return None
-
-
-def _call(name: Any, fragments: list[str], call_id: Any) -> Call:
-    return Call(str(name or ""), parse_arguments("".join(fragments)), call_id, tuple(fragments))
 
 
 def read(body: bytes, stream: bool) -> Answer:
@@ -50,7 +54,7 @@ def read(body: bytes, stream: bool) -> Answer:
         )
     chunks: list[str] = []
     refusal: list[str] = []
-    calls: dict[int, list[Any]] = {}
+    calls = StreamedCalls()
     finish: FinishReason | None = None
     usage = None
     response_id = None
@@ -71,19 +75,16 @@ def read(body: bytes, stream: bool) -> Answer:
                 refusal.append(delta["refusal"])
                 events += 1
             for c in delta.get("tool_calls") or ():
-                slot = calls.setdefault(int(c.get("index", 0)), [None, [], None])
                 fn = c.get("function") or {}
-                slot[0] = fn.get("name") or slot[0]
-                if fn.get("arguments"):
-                    slot[1].append(fn["arguments"])
-                slot[2] = c.get("id") or slot[2]
+                calls.start(number(c.get("index")), fn.get("name"), c.get("id"))
+                calls.add(number(c.get("index")), fn.get("arguments"))
                 events += 1
             if choice.get("finish_reason"):
                 finish = _FINISH.get(str(choice["finish_reason"]))
     return Answer(
         text_chunks=tuple(chunks),
         refusal="".join(refusal),
-        calls=tuple(_call(*calls[k]) for k in sorted(calls)),
+        calls=calls.calls(),
         finish=finish,
         usage=usage,
         response_id=response_id,
