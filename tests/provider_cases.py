@@ -1,5 +1,6 @@
-"""What the end-to-end tests of the providers added through the registry (Cohere, Mistral) share: the
-weather tool as their SDKs describe it (OpenAI's function shape) and the weather tool loop script."""
+"""What the providers' end-to-end tests share: the weather tool as OpenAI-shaped SDKs describe it, and
+the scripts every provider is put through (the weather tool loop, two calls at once, 429s and 5xx
+before an answer, faults mid-stream)."""
 
 from __future__ import annotations
 
@@ -53,16 +54,47 @@ def one_reply(*lines: str) -> str:
     return f'\nscenario "s":\n    step a:\n        reply:{body}\n'
 
 
-def limited_then(message: str, answer: str) -> str:
-    """Two 429s with ``message`` (``retry after 200ms``), then ``answer``."""
+def limited_then(message: str, answer: str, status: int = 429, after: str = "200ms") -> str:
+    """Two errors ``status`` with ``message`` (``retry after`` ``after``), then ``answer``."""
     return f"""
 scenario "s":
     step limited:
         repeat 2
         reply:
-            error 429 "{message}"
-            retry after 200ms
+            error {status} "{message}"
+            retry after {after}
     step ok:
         reply:
             text "{answer}"
+"""
+
+
+#: two tool calls in one answer: get_weather for Oslo and get_time without arguments
+TWO_AT_ONCE = """
+scenario "Two calls in one answer":
+    step both:
+        always
+        when:
+            last user message contains "both"
+        reply:
+            usage 21 in, 8 out
+            tool call get_weather {"city": "Oslo"}
+            tool call get_time {}
+"""
+
+#: "break it": a stream error after "one two"; "cut it": the connection cut after "one two"
+FAULTS = """
+scenario "Faults":
+    step broken:
+        when:
+            last user message contains "break"
+        reply:
+            stream error "exploded mid-stream" after 2 chunks
+            text "one two three four five"
+    step cut:
+        when:
+            last user message contains "cut"
+        reply:
+            disconnect after 2 chunks
+            text "one two three four five"
 """

@@ -9,6 +9,7 @@ from typing import Any
 
 import anthropic
 import pytest
+from provider_cases import TWO_AT_ONCE, limited_then
 
 ServeText = Callable[..., AbstractContextManager[str]]
 
@@ -154,3 +155,28 @@ def test_count_tokens(serve_text: ServeText) -> None:
     with serve_text(SCRIPT) as url:
         out = client(url).messages.count_tokens(model="m", messages=[{"role": "user", "content": "x" * 40}])
     assert out.input_tokens >= 10
+
+
+def test_parallel_tool_calls_and_usage_whole_and_streamed(serve_text: ServeText) -> None:
+    ask: Any = [{"role": "user", "content": "both please"}]
+    with serve_text(TWO_AT_ONCE) as url:
+        c = client(url)
+        whole = c.messages.create(model="m", max_tokens=50, messages=ask, tools=TOOLS)
+        with c.messages.stream(model="m", max_tokens=50, messages=ask, tools=TOOLS) as s:
+            streamed = s.get_final_message()
+    for out in (whole, streamed):
+        uses = [b for b in out.content if b.type == "tool_use"]
+        assert [(b.name, b.input) for b in uses] == [("get_weather", {"city": "Oslo"}), ("get_time", {})]
+        assert len({b.id for b in uses}) == 2 and out.stop_reason == "tool_use"
+        assert (out.usage.input_tokens, out.usage.output_tokens) == (21, 8)
+
+
+def test_the_sdk_retries_a_429_itself(serve_text: ServeText) -> None:
+    script = limited_then("Number of request tokens has exceeded your per-minute rate limit", "done", after="10ms")
+    with serve_text(script) as url:
+        with pytest.raises(anthropic.RateLimitError):
+            client(url, max_retries=0).messages.create(
+                model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+            )
+        out = client(url).messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
+    assert out.content[0].text == "done"  # type: ignore[union-attr]

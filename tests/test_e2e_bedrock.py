@@ -579,3 +579,23 @@ scenario "n":
         assert refused["stopReason"] == "content_filtered"
         pinged = converse(c, stream, messages=[user(f"ping {stream}")], toolConfig=TOOLS)
         assert [b["toolUse"]["input"] for b in pinged["content"]] == [{}]
+
+
+def test_count_tokens_of_a_converse_and_an_invoke_model_body(serve_text: ServeText) -> None:
+    """CountTokens (botocore's `count_tokens`): the same text counts the same in either body; a longer
+    history counts more; a body the operation would refuse is a ValidationException."""
+    with serve_text(SCRIPT) as url:
+        c = bedrock(url)
+        short = c.count_tokens(modelId=MODEL, input={"converse": {"messages": [user("x" * 40)]}})
+        longer = c.count_tokens(
+            modelId=MODEL, input={"converse": {"messages": [user("x" * 400)], "system": [{"text": "be brief"}]}}
+        )
+        body = json.dumps(anthropic_body("x" * 40)).encode()
+        invoked = c.count_tokens(modelId=MODEL, input={"invokeModel": {"body": body}})
+        with pytest.raises(botocore.exceptions.ClientError) as info:
+            c.count_tokens(modelId=MODEL, input={"converse": {"messages": [{"role": "robot", "content": []}]}})
+    assert short["inputTokens"] >= 10
+    assert longer["inputTokens"] > short["inputTokens"] + 80
+    assert invoked["inputTokens"] == short["inputTokens"]
+    assert info.value.response["Error"]["Code"] == "ValidationException"
+    assert info.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400

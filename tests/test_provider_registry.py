@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mockllm.cli import main
 from mockllm.dsl.parse.parser import grammar_text, parse_text
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.dsl.tree.reference import SUBJECTS, VALUES
@@ -18,12 +19,24 @@ from mockllm.runtime.providers.registry import ENTRIES, ProviderEntry, RegistryE
 from mockllm.runtime.recording.readers import READERS
 from mockllm.server.recorder import PUBLIC_APIS, parse_upstreams
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
 
 
 def test_the_language_names_exactly_the_registry_providers() -> None:
-    assert sorted(PROVIDERS) == sorted(registry.NAMES)
-    assert len(set(registry.NAMES)) == len(registry.NAMES)
+    """`dsl/providers.py`'s `Provider` literal is the language's half of the registry: the language may not
+    import the runtime, and mypy needs the names written out. The two halves change together."""
+    unserved = sorted(set(PROVIDERS) - set(registry.NAMES))
+    assert not unserved, (
+        f"dsl/providers.py names {unserved} but runtime/providers/registry.py has no entry for them: "
+        "add each one's ProviderEntry to ENTRIES (or take the name out of the Provider literal)"
+    )
+    unnamed = sorted(set(registry.NAMES) - set(PROVIDERS))
+    assert not unnamed, (
+        f"runtime/providers/registry.py has entries for {unnamed} but the language cannot name them: "
+        "add each name to the Provider literal in dsl/providers.py"
+    )
+    assert len(set(registry.NAMES)) == len(registry.NAMES), "two entries of ENTRIES have one name"
 
 
 def test_the_grammar_accepts_every_provider_name_bare() -> None:
@@ -58,6 +71,39 @@ def test_the_docs_table_links_every_provider_page_once() -> None:
     table = (DOCS / "providers.md").read_text(encoding="utf-8")
     linked = re.findall(r"^\|[^|]*\| \[\w+\]\((providers/\w+\.md)\)", table, re.M)
     assert sorted(linked) == sorted(e.docs for e in ENTRIES)
+
+
+def test_the_site_nav_lists_every_provider_page_once() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = re.findall(r"^ +- [^:\n]+: (providers/\w+\.md)$", nav, re.M)
+    assert sorted(pages) == sorted(e.docs for e in ENTRIES), "mkdocs.yml: a line under Providers for each page"
+
+
+def test_record_help_names_every_provider(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["record", "--help"]) == 0
+    help_text = capsys.readouterr().out
+    assert all(f" {name}," in help_text or f" {name})" in help_text for name in registry.NAMES), help_text
+
+
+#: "Adding a provider" in docs/architecture.md: the files a new provider touches
+ADDING = (DOCS / "architecture.md").read_text(encoding="utf-8").split("## Adding a provider", 1)[1]
+(TOUCHED,) = re.findall(r"```text\n(.*?)```", ADDING.split("1. **Its adapter**", 1)[0], re.S)
+
+
+def test_adding_a_provider_lists_the_files_the_registry_needs() -> None:
+    """The architecture page's list of the files a new provider touches is what every provider has."""
+    files = [line.split()[0] for line in TOUCHED.strip().splitlines()]
+    assert len(files) == len(set(files)) >= 8
+    for entry in ENTRIES:
+        module = entry.adapter.partition(":")[0]
+        for file in files:
+            path = ROOT / file.replace("MODULE", module).replace("NAME", entry.name)
+            assert path.is_file(), f"{entry.name}: docs/architecture.md says a provider has {path.relative_to(ROOT)}"
+    server_http = (ROOT / "tests" / "test_server_http.py").read_text(encoding="utf-8")
+    registry_text = (ROOT / "runtime" / "providers" / "registry.py").read_text(encoding="utf-8")
+    for entry in ENTRIES:
+        assert f'provider == "{entry.name}"' in server_http, f"tests/test_server_http.py: no request for {entry.name}"
+        assert f'name="{entry.name}"' in registry_text
 
 
 #: path → the provider whose error shape answers it (no headers)

@@ -452,7 +452,8 @@ class AnthropicAdapter(BaseAdapter):
 # ---------------------------------------------------------------- other endpoints
 
 
-def _input_text(chat: ChatRequest) -> str:
+def input_text(chat: ChatRequest) -> str:
+    """What a token count counts: the system prompt, every message's text and calls, the tools."""
     parts = [chat.system]
     for m in chat.messages:
         if m.role == "system":
@@ -474,7 +475,7 @@ def count_tokens(http: HttpRequest, ctx: RenderContext) -> Rendered:
     answers ``{"input_tokens": N}`` (about one token per four characters). Raises
     :class:`ProviderError` for a body the real API would reject."""
     chat = _parse(http, need_max_tokens=False)
-    return json_response({"input_tokens": tokens.estimate(_input_text(chat))}, headers=_headers(ctx))
+    return json_response({"input_tokens": tokens.estimate(input_text(chat))}, headers=_headers(ctx))
 
 
 def models_response(model_ids: Sequence[str], ctx: RenderContext) -> Rendered:

@@ -1,8 +1,9 @@
 """AWS Bedrock Runtime (docs/providers/bedrock.md): one adapter for the operations under
 ``/model/{modelId}/``, each handled by its module -- ``converse`` and ``converse-stream``
 (``bedrock_converse``); ``invoke`` and ``invoke-with-response-stream`` with Anthropic bodies
-(``bedrock_invoke``); ``invoke`` with Titan or Cohere embedding bodies (``bedrock_embed``). Auth and
-errors are the same for all (``bedrock_wire``).
+(``bedrock_invoke``); ``invoke`` with Titan or Cohere embedding bodies (``bedrock_embed``); and
+``count-tokens`` of a Converse or an InvokeModel body, here. Auth and errors are the same for all
+(``bedrock_wire``).
 
 The model id is the path segment between ``/model/`` and the operation, as the server decoded it:
 boto3 sends ``anthropic.claude-3-5-sonnet-20240620-v1%3A0`` and the scenario sees
@@ -10,18 +11,30 @@ boto3 sends ``anthropic.claude-3-5-sonnet-20240620-v1%3A0`` and the scenario see
 
 from __future__ import annotations
 
+import base64
+import binascii
+
+import attrs
+
+from mockllm.runtime.providers.anthropic import input_text
 from mockllm.runtime.providers.base import BaseAdapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.bedrock_converse import parse_converse, render_converse, validate_converse
 from mockllm.runtime.providers.bedrock_embed import is_embedding, parse_embed, render_embed
 from mockllm.runtime.providers.bedrock_invoke import parse_invoke, render_invoke, validate_invoke
-from mockllm.runtime.providers.bedrock_wire import check_auth, error_response, stream_exception
-from mockllm.runtime.providers.common import load_json_object
+from mockllm.runtime.providers.bedrock_wire import check_auth, error_response, request_id, stream_exception
+from mockllm.runtime.providers.common import JSON_MEDIA, json_bytes, load_json_object
+from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 
 PREFIX = "/model/"
 OPERATIONS = ("converse", "converse-stream", "invoke", "invoke-with-response-stream")
 STREAMED = frozenset({"converse-stream", "invoke-with-response-stream"})
+COUNT_TOKENS = "/count-tokens"
+NO_INPUT = (
+    "1 validation error detected: Value at 'input' failed to satisfy constraint: Member must be an object "
+    "with exactly one of 'converse' (a Converse body) or 'invokeModel' (an InvokeModel body, base64)"
+)
 
 
 def split_path(path: str) -> tuple[str, str]:
@@ -81,6 +94,27 @@ class BedrockAdapter(BaseAdapter):
 
     def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         return stream_exception(message)
+
+    def count_tokens(self, http: HttpRequest, ctx: RenderContext) -> Rendered:
+        """``POST /model/{modelId}/count-tokens``: ``{"inputTokens": N}`` for ``input.converse`` (a Converse
+        body) or ``input.invokeModel.body`` (an Anthropic InvokeModel body, base64), each read and checked
+        as its operation reads it; about one token per four characters, as Anthropic's count."""
+        model = http.path.removeprefix(PREFIX).removesuffix(COUNT_TOKENS)
+        given = load_json_object(http.body).get("input")
+        if not isinstance(given, dict) or len(given) != 1 or not isinstance(next(iter(given.values())), dict):
+            raise ProviderError(400, NO_INPUT)
+        if "converse" in given:
+            chat = parse_converse(attrs.evolve(http, body=json_bytes(given["converse"])), model, stream=False)
+        elif "invokeModel" in given and isinstance(given["invokeModel"].get("body"), str):
+            try:
+                body = base64.b64decode(given["invokeModel"]["body"], validate=True)
+            except binascii.Error:
+                raise ProviderError(400, "input.invokeModel.body: not base64") from None
+            chat = parse_invoke(attrs.evolve(http, body=body), model, stream=False)
+        else:
+            raise ProviderError(400, NO_INPUT)
+        counted = {"inputTokens": tokens.estimate(input_text(chat))}
+        return Rendered(200, JSON_MEDIA, headers=(("x-amzn-requestid", request_id(ctx)),), body=json_bytes(counted))
 
 
 __all__ = ["OPERATIONS", "PREFIX", "BedrockAdapter", "split_path"]

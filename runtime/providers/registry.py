@@ -227,7 +227,10 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         adapter="bedrock:BedrockAdapter",
         # converse, converse-stream, invoke, invoke-with-response-stream: the adapter reads the
         # operation (and the model id, which may hold `/` once decoded) from the path
-        routes=(Route("/model/{rest:path}", ("POST",), "chat"),),
+        routes=(
+            Route("/model/{rest:path}/count-tokens", ("POST",), "count_tokens"),  # before the catch-all
+            Route("/model/{rest:path}", ("POST",), "chat"),
+        ),
         upstream="https://bedrock-runtime.us-east-1.amazonaws.com",
         chat_path="/model/{model}/converse",
         default_model="anthropic.claude-3-5-sonnet-20240620-v1:0",
