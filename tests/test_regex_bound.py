@@ -90,6 +90,21 @@ def test_check_warns_about_nested_quantifiers(pattern: str, warned: bool) -> Non
         assert (warnings[0].span.line, warnings[0].span.column) == (4, 39)
 
 
+OVERLAPPING = [("(a|aa)+$", True), ("(?:x|xy|y)*", True), ("(ab|a|ba)+", True), ("(a|a)+", True), ("(cat|dog)+", False)]
+OVERLAPPING += [("(a|ab)+", False), ("(a|b)+", False), ("(?>a|aa)+", False), ("(a|aa){1,3}", False)]
+
+
+@pytest.mark.parametrize(("pattern", "warned"), OVERLAPPING)
+def test_check_warns_about_repeated_alternatives_that_overlap(pattern: str, warned: bool) -> None:
+    """`(a|aa)+` reads `aaa` as a·a·a, a·aa or aa·a: on a text it does not match, every split is tried."""
+    text = f'scenario "s":\n    step a:\n        when:\n            last user message matches /{pattern}/\n'
+    text += '        reply:\n            text "x"\n'
+    _compiled, diagnostics = compile_library(load_text(text, file="s.mockllm"))
+    messages = [d.message for d in diagnostics if d.code == "slow-regex"]
+    expected = f"regex /{pattern}/ repeats alternatives that split the same text more than one way (like `(a|aa)+`)"
+    assert [m.startswith(expected) for m in messages] == ([True] if warned else [])
+
+
 def test_a_regex_that_unrolls_to_gigabytes_is_an_error_and_never_compiled() -> None:
     """`((a{1000}){1000}){1000}` would unroll to 10**9 nodes in the `regex` package (the process dies);
     `check` reports it, and a client's schema pattern like it is ignored."""

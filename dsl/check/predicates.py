@@ -11,7 +11,7 @@ from typing import get_args
 import attrs
 
 from mockllm.dsl.check.common import Reporter, did_you_mean, word_list
-from mockllm.dsl.check.regex_risk import MAX_EXPANDED, expanded_size, nested_quantifier
+from mockllm.dsl.check.regex_risk import MAX_EXPANDED, expanded_size, nested_quantifier, overlapping_alternatives
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.describe import OP_WORDS, PROVIDERS
@@ -195,15 +195,28 @@ def _check_regex(r: Reporter, regex: Regex, span: Span, file: str) -> None:
             hint="use smaller counts, or `+` / `*` instead of a large `{n}`",
         )
         return
-    if nested_quantifier(regex.pattern, regex_flags(regex.flags)):
+    flags = regex_flags(regex.flags)
+    if nested_quantifier(regex.pattern, flags):
         r.warn(
             "slow-regex",
-            f"regex {regex} repeats a repetition (like `(a+)+`): on a text it does not match it can run for "
-            "minutes, and the server stops it after 50 ms of its own CPU time and answers that request with an error",
+            f"regex {regex} repeats a repetition (like `(a+)+`): {_SLOW}",
             r.at(where, file),
             hint="repeat the inner piece once (`(a+)+` → `a+`, `(\\w+\\s?)+` → `[\\w\\s]+`), or put a fixed "
             "character between repetitions",
         )
+    elif overlapping_alternatives(regex.pattern, flags):
+        r.warn(
+            "slow-regex",
+            f"regex {regex} repeats alternatives that split the same text more than one way (like `(a|aa)+`): {_SLOW}",
+            r.at(where, file),
+            hint="make the alternatives not overlap (`(a|aa)+` → `a+`), or make the group atomic (`(?>a|aa)+`)",
+        )
+
+
+_SLOW = (
+    "on a text it does not match it can run for minutes, and the server stops it after 50 ms of its own CPU time "
+    "and answers that request with an error"
+)
 
 
 def check_capture(r: Reporter, cap: Capture, file: str) -> None:
