@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mockllm.errors import MockllmError, StateUnavailable
+from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import LowerCaseHeaders
@@ -30,7 +31,7 @@ from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 from mockllm.server.admin import ADMIN_PREFIX, admin_mount
 from mockllm.server.body_deadline import BodyDeadline, BodyTimeout
 from mockllm.server.options import ServerOptions
-from mockllm.server.responder import Delivery, deliver, header_bytes, send_whole
+from mockllm.server.responder import deliver, header_bytes, send_whole
 from mockllm.server.routes import ROUTES, RouteSpec, adapter_for, provider_for
 from mockllm.server.routes import split_model_path as _split
 from mockllm.server.shutdown import Shutdown
@@ -242,7 +243,7 @@ class ProviderEndpoint:
         path = scope["path"]
         channel = Channel(receive, send)
         provider: Provider = self.spec.provider or "openai"
-        track: list[int] = []  # the journal entry, once the engine has one
+        track: list[int] = []  # the journal entry, from when the engine has one until it is settled
         try:
             headers = _headers(scope)
             provider = self.spec.provider or provider_for(path, headers)
@@ -331,22 +332,17 @@ class ProviderEndpoint:
         track.append(outcome.entry_id)
         ctx = state.context(outcome.response_id or None)
         entry = outcome.entry_id
-        recorded: list[Delivery] = []
 
-        def record(delivery: Delivery) -> None:  # the status the client received goes to the journal here
-            recorded.append(delivery)
+        def record(delivery: Delivery) -> None:  # how the answer went: the one write of its journal status
+            track.clear()
             self._finish(entry, delivery)
 
         options = state.options
-        delivery = await deliver(
-            outcome, chat, adapter, ctx, channel, options, state.shutdown, record, arrived, offload=offload
-        )
-        if not recorded or (recorded[-1] is not delivery and recorded[-1] != delivery):
-            self._finish(entry, delivery)
+        await deliver(outcome, chat, adapter, ctx, channel, options, state.shutdown, record, arrived, offload=offload)
 
     def _finish(self, entry: int, delivery: Delivery) -> None:
         try:
-            self.state.store.finish(entry, delivery.status, client_gone=delivery.client_gone, note=delivery.note)
+            self.state.store.settle(entry, delivery)
         except Exception:
             log.exception("mockllm: could not record the end of journal entry %s", entry)
 

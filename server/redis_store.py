@@ -12,9 +12,9 @@ Redis starts empty), so a cached version can never match a later, different stat
 
 Keys (prefix ``mockllm:``): ``c:KEY`` a conversation (hash: version, states), ``convs`` the live
 conversations by last use, ``journal`` the journal (a stream capped at the journal limit, entry id
-= stream id), ``fin`` final statuses that differ from the planned one, ``used`` steps used,
-``r:ID`` a kept response and ``cr:KEY`` the responses of a conversation. Conversations and
-responses expire after the idle time."""
+= stream id), ``fin`` how each answer went (its Delivery, written once, where it differs from the
+plan), ``used`` steps used, ``r:ID`` a kept response and ``cr:KEY`` the responses of a
+conversation. Conversations and responses expire after the idle time."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import attrs
 from mockllm.errors import StateUnavailable, UsageError
 from mockllm.runtime.engine.conversations import Conversation, StoredResponse, stored_key
 from mockllm.runtime.engine.engine import continued, response_id
-from mockllm.runtime.engine.journal import DEFAULT_ENTRY_BODY_BYTES, JournalEntry
+from mockllm.runtime.engine.journal import DEFAULT_ENTRY_BODY_BYTES, Delivery, JournalEntry
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.server.store import StateStore
 
@@ -246,7 +246,7 @@ class RedisStore(StateStore):
         await self._pool.disconnect()  # a pool given to the client is not closed with it
 
     def _later(self, call: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        """Run ``call(*args)`` without waiting for it (a status that differs from the planned one)."""
+        """Run ``call(*args)`` without waiting for it (a delivery that differs from the plan)."""
 
         async def run() -> None:
             try:
@@ -291,7 +291,7 @@ class RedisStore(StateStore):
                     self._remember(key, (int(result[2]), conv.states, saved))
                 elif version != int(result[2]) or key not in self._cache:
                     self._remember(key, (int(result[2]), states, stored))
-                self._planned[entry_id] = turn.entry.status
+                self._planned[entry_id] = turn.entry.planned
                 if len(self._planned) > 100_000:
                     self._planned.clear()
                 return attrs.evolve(turn.outcome, entry_id=entry_id)
@@ -342,12 +342,12 @@ class RedisStore(StateStore):
         if len(cache) > self._cache_size:
             cache.popitem(last=False)
 
-    def finish(self, entry_id: int, status: int, client_gone: bool = False, note: str | None = None) -> None:
+    def settle(self, entry_id: int, delivery: Delivery) -> None:
         planned = self._planned.pop(entry_id, None)
-        if planned == status and not client_gone and note is None:
+        if planned is not None and delivery == Delivery(planned):
             return  # what the journal already says: no round trip
-        value = json.dumps({"status": status, "client_gone": client_gone, "note": note})
-        self._later(self._client.hset, PREFIX + "fin", str(entry_id), value)
+        value = json.dumps(attrs.asdict(delivery))
+        self._later(self._client.hsetnx, PREFIX + "fin", str(entry_id), value)  # once, as Journal.settle
 
     async def reject(
         self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None
@@ -392,12 +392,12 @@ class RedisStore(StateStore):
         for (_, fields), entry_id, fin in zip(items, ids, finished, strict=True):
             data = json.loads(fields["e"])
             data["id"] = int(entry_id)
-            if fin:
-                final = json.loads(fin)
-                data["status"] = final["status"]
-                data["client_gone"] = data.get("client_gone") or final["client_gone"]
-                if final["note"] is not None:
-                    data["note"] = final["note"]
+            if fin:  # as JournalEntry reads its delivery: the engine's remark unless the delivery has a note
+                delivery = Delivery(**json.loads(fin))
+                data["status"] = delivery.status
+                data["client_gone"] = delivery.client_gone
+                if delivery.note is not None:
+                    data["note"] = delivery.note
             out.append(data)
         return out
 

@@ -10,8 +10,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
 
-import attrs
-
+from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
 from mockllm.runtime.providers.common import utf8_json, utf8_text
@@ -24,17 +23,8 @@ from mockllm.server.streaming import Channel, Faults, coalesce, frames_before_er
 log = logging.getLogger("mockllm.server")
 
 NO_MATCH_CODE = "mockllm_no_match"
-Record = Callable[["Delivery"], None]
+Record = Callable[[Delivery], None]
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-
-
-@attrs.frozen
-class Delivery:
-    """How one reply went, for the journal."""
-
-    status: int  # the HTTP status sent (or that would have been, had the client stayed)
-    client_gone: bool = False
-    note: str | None = None
 
 
 _NAMES: dict[str, bytes] = {}  # header names already checked, as sent (lower-case ASCII)
@@ -155,10 +145,11 @@ async def deliver(
     arrived: float | None = None,
     *,
     offload: bool = False,
-) -> Delivery:
+) -> None:
     """Send the reply ``outcome`` asks for; never raises for anything the script asked. ``record`` is
-    called with how it went before the response body ends cleanly; the caller records the returned
-    :class:`Delivery` too (for cut connections, which the client notices once this returns).
+    called once with how it went (:class:`Delivery`, for the journal): just before the response body
+    ends, so the journal is final by the time the client has its answer; or, when the answer is cut
+    or the client leaves, as soon as that is known, before the connection closes.
 
     ``arrived`` is when the request reached the server (``options.clock.monotonic()``): a scripted
     latency counts from then, so the time spent reading, matching and rendering (and waiting for the
@@ -173,10 +164,11 @@ async def deliver(
         delivery = Delivery(404)
         no_match = adapter.render_error(404, message, ctx, NO_MATCH_CODE)
         await send_whole(channel, no_match, extra, lambda: record(delivery))
-        return delivery
+        return
     if isinstance(plan, HangPlan):
         channel.watch()
-        return await _hang(channel, options, shutdown.stopping, adapter, ctx, extra, record)
+        await _hang(channel, options, shutdown.stopping, adapter, ctx, extra, record)
+        return
 
     extra.extend(plan.headers)
     rendered: Rendered
@@ -198,18 +190,20 @@ async def deliver(
         if wait > 0:
             await shutdown.sleep(wait)
         if channel.gone:
-            return Delivery(rendered.status, client_gone=True, note="client went away during latency")
+            record(Delivery(0, client_gone=True, note="client went away during latency"))
+            return
 
     if rendered.frames is None:
         if reply is not None and (reply.disconnect_after is not None or reply.stream_error is not None):
-            return await _faulted_whole(reply, rendered, adapter, ctx, channel, extra, record)
+            await _faulted_whole(reply, rendered, adapter, ctx, channel, extra, record)
+            return
         status = rendered.status
         delivery = _DELIVERED.get(status) or Delivery(status)
         body = rendered.body
         await channel.start(status, response_head(rendered, extra, len(body)))
         record(delivery)
         await channel.end(body)
-        return Delivery(status, client_gone=True) if channel.gone else delivery
+        return
 
     # Frames come from Adapter.render only: errors and raw bodies are sent whole, above.
     assert reply is not None, "only a message plan is streamed"
@@ -222,7 +216,7 @@ async def deliver(
         body = b"".join([frame.data for frame in rendered.frames])
         record(delivery)
         await channel.end(body)
-        return Delivery(status, client_gone=True) if channel.gone else delivery
+        return
 
     channel.watch()
     await channel.start(rendered.status, response_head(rendered, extra, None))
@@ -242,15 +236,18 @@ async def deliver(
         sleep=shutdown.sleep,
         clock=options.clock,
     )
+    sent = result.content_sent
     if result.ending == "disconnect":
         # Return without ending the body: the server closes the connection mid-message.
-        return Delivery(rendered.status, note=f"disconnect after {result.content_sent} chunks")
+        record(Delivery(rendered.status, note=f"disconnect after {sent} chunks"))
+        return
     if result.ending == "client_gone":
-        return Delivery(rendered.status, client_gone=True, note=f"client went away after {result.content_sent} chunks")
-    note = f"stream error after {result.content_sent} chunks" if result.ending == "stream_error" else None
-    record(Delivery(rendered.status, note=note))
+        record(Delivery(rendered.status, client_gone=True, note=f"client went away after {sent} chunks"))
+        return
+    record(
+        Delivery(rendered.status, note=f"stream error after {sent} chunks" if result.ending == "stream_error" else None)
+    )
     await channel.end()
-    return Delivery(rendered.status, client_gone=channel.gone, note=note)
 
 
 async def _faulted_whole(
@@ -261,18 +258,18 @@ async def _faulted_whole(
     channel: Channel,
     extra: list[tuple[str, str]],
     record: Record,
-) -> Delivery:
+) -> None:
     """Stream faults asked of a client that did not stream: a disconnect sends half the declared
     body and cuts the connection; a stream error becomes an error response with its message."""
     if plan.disconnect_after is not None:
         body = rendered.body
         await channel.start(rendered.status, response_head(rendered, extra, len(body)))
         await channel.write(body[: len(body) // 2])
-        return Delivery(rendered.status, note="disconnect mid-body")
+        record(Delivery(rendered.status, note="disconnect mid-body"))
+        return
     error = adapter.render_error(500, plan.stream_error or "stream error", ctx)
     delivery = Delivery(error.status, note="stream error (the client did not stream)")
     await send_whole(channel, error, extra, lambda: record(delivery))
-    return delivery
 
 
 async def _hang(
@@ -283,7 +280,7 @@ async def _hang(
     ctx: RenderContext,
     extra: list[tuple[str, str]],
     record: Record,
-) -> Delivery:
+) -> None:
     """Send nothing until the client leaves, the server stops, or the hang limit passes.
 
     An ASGI app cannot close a connection without answering (the server would send a bare 500), so
@@ -302,7 +299,8 @@ async def _hang(
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
     if channel.gone:
-        return Delivery(0, client_gone=True, note="hang: the client gave up")
+        record(Delivery(0, client_gone=True, note="hang: the client gave up"))
+        return
     if closing.is_set():
         status, note = 503, "hang: the server is stopping"
     else:
@@ -311,7 +309,6 @@ async def _hang(
     rendered = adapter.render_error(status, f"mockllm: {note}", ctx)
     headers = [*extra, ("x-should-retry", "false"), ("connection", "close")]
     await send_whole(channel, rendered, headers, lambda: record(delivery))
-    return delivery
 
 
 async def _await(awaitable: Awaitable[None]) -> None:

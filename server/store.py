@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine
+    from mockllm.runtime.engine.journal import Delivery
     from mockllm.runtime.engine.outcome import Outcome
     from mockllm.runtime.request import ChatRequest
 
@@ -32,9 +33,9 @@ class StateStore:
     async def handle(self, chat: ChatRequest) -> Outcome:
         return self.engine.handle(chat)
 
-    def finish(self, entry_id: int, status: int, client_gone: bool = False, note: str | None = None) -> None:
-        """Record the final status of a journalled request (see :meth:`Engine.finish`)."""
-        self.engine.finish(entry_id, status, client_gone, note)
+    def settle(self, entry_id: int, delivery: Delivery) -> None:
+        """Record how a journalled request was answered, once (see :meth:`Engine.settle`)."""
+        self.engine.settle(entry_id, delivery)
 
     async def reject(
         self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None

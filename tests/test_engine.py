@@ -14,6 +14,7 @@ from mockllm.dsl.tree import nodes as n
 from mockllm.runtime.clock import FakeClock
 from mockllm.runtime.engine.conversations import fingerprint
 from mockllm.runtime.engine.engine import Engine
+from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.reply.ids import call_key
 from mockllm.runtime.reply.plan import ErrorPlan
 from mockllm.runtime.request import ChatRequest, Message, Tool, ToolCall, ToolResult
@@ -568,11 +569,11 @@ def test_explain_reports_nearest_even_when_a_fallback_answers() -> None:
     assert out.no_match.candidates[0].step == "only"
 
 
-def test_journal_entries_and_finish() -> None:
+def test_journal_entries_and_settle() -> None:
     clock = FakeClock(start=1000.0)
     engine = Engine(library(machine("Flow", step(0, "first", max_uses=None))), clock=clock)
     out = engine.handle(chat("x", conversation="a", stream=True))
-    engine.finish(out.entry_id, 200, client_gone=True, note="client closed after 2 chunks")
+    engine.settle(out.entry_id, Delivery(200, client_gone=True, note="client closed after 2 chunks"))
     entry = engine.journal()[0]
     assert entry["time"] == 1000.0
     assert entry["conversation"] == "a"
@@ -580,7 +581,7 @@ def test_journal_entries_and_finish() -> None:
     assert entry["matched"] == {"scenario": "Flow", "step": "first", "location": "weather.mockllm:10:5"}
     assert entry["status"] == 200 and entry["client_gone"] is True
     assert entry["note"] == "client closed after 2 chunks"
-    engine.finish(9999, 500)  # an unknown entry is ignored
+    engine.settle(9999, Delivery(500))  # an unknown entry is ignored
 
 
 def test_response_ids_are_unique_and_deterministic() -> None:

@@ -15,13 +15,14 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from conftest import compile_text
 
 from mockllm.runtime.engine.conversations import KEY_CHARS, stored_key
 from mockllm.runtime.engine.engine import Engine
-from mockllm.runtime.engine.journal import ENTRY_ALLOWANCE, Journal, JournalEntry
+from mockllm.runtime.engine.journal import ENTRY_ALLOWANCE, Delivery, Journal, JournalEntry
 from mockllm.runtime.request import ChatRequest, Message
 from mockllm.server.background import BackgroundServer
 
@@ -210,3 +211,18 @@ def test_a_capture_from_a_credential_header_is_masked_in_the_conversations_view(
         assert reply.json()["choices"][0]["message"]["content"] == "token sk-live-SECRET-0123456789"
         (conversation,) = client.get("/_mockllm/conversations").json()
         assert conversation["machines"][0]["captures"] == {"token": '"sk-l…" (masked, 25 characters)'}
+
+
+def test_an_entry_is_settled_once_with_what_the_client_received() -> None:
+    """Until the server settles it, an entry shows the status its reply asks for and the engine's
+    remark; then the delivery's, and a second settle changes nothing."""
+    journal = Journal(10)
+    journal.add(attrs.evolve(entry(1), remark="a remark"))
+    assert [(e["status"], e["client_gone"], e["note"]) for e in journal.to_json()] == [(404, False, "a remark")]
+    journal.settle(1, Delivery(0, client_gone=True, note="hang: the client gave up"))
+    journal.settle(1, Delivery(500, note="internal error"))
+    journal.settle(99, Delivery(500))  # an entry no longer kept: nothing to settle
+    [settled] = journal.entries()
+    assert (settled.status, settled.client_gone, settled.note) == (0, True, "hang: the client gave up")
+    again = JournalEntry.from_json(settled.to_json())
+    assert (again.status, again.client_gone, again.note) == (0, True, "hang: the client gave up")

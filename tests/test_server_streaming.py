@@ -268,6 +268,25 @@ def test_hang_ends_when_the_client_times_out_and_the_server_notices(serve: Serve
     assert entry["client_gone"] is True
 
 
+@pytest.mark.parametrize(
+    ("reply", "note"),
+    [("hang", "hang: the client gave up"), ('text "late"\n            latency 1s', "client went away during latency")],
+)
+def test_a_client_that_gives_up_before_any_answer_is_journalled_with_status_0(
+    serve: Serve, reply: str, note: str
+) -> None:
+    """The journal's status is the one the client received, written once: nothing, for a client that
+    left before the answer began (while the entry is open it shows the status the reply asks for)."""
+    with serve(f'scenario "s":\n    step a:\n        reply:\n            {reply}\n') as server:
+        with pytest.raises(httpx.ReadTimeout):
+            HTTP.post(server.url + "/v1/chat/completions", json=chat_body(False), headers=AUTH, timeout=0.3)
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline and not server.engine.journal()[-1]["client_gone"]:
+            time.sleep(0.02)
+        entry = server.engine.journal()[-1]
+    assert (entry["status"], entry["client_gone"], entry["note"]) == (0, True, note)
+
+
 def test_a_client_leaving_mid_stream_leaves_the_server_serving_and_the_journal_consistent(serve: Serve) -> None:
     script = """
 scenario "s":

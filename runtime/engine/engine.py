@@ -48,6 +48,7 @@ from mockllm.runtime.engine.journal import (
     DEFAULT_ENTRY_BODY_BYTES,
     DEFAULT_PAGE,
     DEFAULT_TOTAL_BYTES,
+    Delivery,
     Journal,
     JournalEntry,
 )
@@ -617,7 +618,7 @@ class Engine:
             endpoint=chat.endpoint,
             model=chat.model,
             stream=chat.stream,
-            status=_status(plan),
+            planned=_status(plan),
             scenario=scenario,
             step=step_name,
             location=location,
@@ -626,7 +627,7 @@ class Engine:
             no_match=no_match,
             expectation_failed=failure,
             response_id=response_id,
-            note=note,
+            remark=note,
             # what `mockllm explain` needs, kept only where it explains a failure (bounded memory)
             body=chat.body if no_match is not None or failure else None,
         )
@@ -684,9 +685,10 @@ class Engine:
 
     # ---- bookkeeping --------------------------------------------------------------------------------
 
-    def finish(self, entry_id: int, status: int, client_gone: bool = False, note: str | None = None) -> None:
-        """Record the final status of a journalled request (and whether the client went away)."""
-        self._journal.finish(entry_id, status, client_gone, note)
+    def settle(self, entry_id: int, delivery: Delivery) -> None:
+        """Record how a journalled request was answered: the status the client received (0: none),
+        whether it went away, what happened on the way. Once per entry: see :class:`Journal`."""
+        self._journal.settle(entry_id, delivery)
 
     def reject(self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None) -> None:
         """Journal a request refused before matching (missing credentials, a body that is not valid
@@ -707,7 +709,7 @@ class Engine:
             endpoint=endpoint,
             model=chat.model if chat is not None else "",
             stream=chat.stream if chat is not None else False,
-            status=status,
+            planned=status,
             rejected=message[:500],
         )
 

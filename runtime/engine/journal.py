@@ -10,7 +10,13 @@ a reset released none of it (issue 12). As text, each body is one allocation, it
 - the journal as a whole keeps at most ``total_bytes`` (bodies plus a fixed allowance per entry):
   past it, and past ``limit`` entries, the oldest entries go first.
 
-Every entry passes through :meth:`Journal.add`, whoever writes it, so the caps cover them all."""
+Every entry passes through :meth:`Journal.add`, whoever writes it, so the caps cover them all.
+
+An entry holds two facts, each written once: what was asked and decided (the engine adds the entry
+as it answers, so a request still being answered is listed), and how the answer went -- the
+:class:`Delivery`, which the server settles once, when the client has what it gets (the status it
+received; 0 when it gave up before any answer). ``status`` reads the delivery, and until there is one
+(a request still being answered, or an engine used without a server) the status the plan asks for."""
 
 from __future__ import annotations
 
@@ -25,6 +31,16 @@ import attrs
 from mockllm.runtime.engine.outcome import NoMatchReport
 
 
+@attrs.frozen
+class Delivery:
+    """How one answer went: the HTTP status the client received (0: none, it gave up first), whether
+    it went away, and what happened on the way (a hang's end, a cut stream …)."""
+
+    status: int
+    client_gone: bool = False
+    note: str | None = None
+
+
 @attrs.define
 class JournalEntry:
     id: int
@@ -34,9 +50,7 @@ class JournalEntry:
     endpoint: str
     model: str
     stream: bool
-    # What the client received, written by the server as it sends the reply; until then (or when the
-    # engine runs without a server) what the engine planned: 404 for no match, an error's status …
-    status: int
+    planned: int  # the status the engine's plan asks for: 404 for no match, an error's status …
     scenario: str | None = None
     step: str | None = None
     location: str | None = None
@@ -45,8 +59,7 @@ class JournalEntry:
     no_match: NoMatchReport | None = None
     expectation_failed: str | None = None
     response_id: str = ""
-    client_gone: bool = False
-    note: str | None = None
+    remark: str | None = None  # the engine's note: why a reply could not be built, a regex timed out …
     body: Any = None  # the request body, kept for unmatched requests and failed expectations only
     # set by Journal.add: the body as compact JSON text (cut to the per-entry cap) and its full size
     body_text: str | None = None
@@ -55,6 +68,22 @@ class JournalEntry:
     # the error answered to a request refused before matching (auth, bad JSON, bad history): the
     # client got an error no scenario asked for, so verify reports it
     rejected: str | None = None
+    delivery: Delivery | None = None  # how the answer went: settled once, by whoever sent it
+
+    @property
+    def status(self) -> int:
+        """The status the client received; until the answer has gone, the one the plan asks for."""
+        return self.planned if self.delivery is None else self.delivery.status
+
+    @property
+    def client_gone(self) -> bool:
+        return self.delivery is not None and self.delivery.client_gone
+
+    @property
+    def note(self) -> str | None:
+        """What happened on the way (from the delivery), else the engine's remark."""
+        said = self.delivery.note if self.delivery is not None else None
+        return self.remark if said is None else said
 
     @property
     def answered_by(self) -> str:
@@ -87,7 +116,7 @@ class JournalEntry:
             endpoint=str(data.get("endpoint", "")),
             model=str(data.get("model", "")),
             stream=bool(data.get("stream", False)),
-            status=int(data.get("status", 0)),
+            planned=int(data.get("status", 0)),
             scenario=matched.get("scenario"),
             step=matched.get("step"),
             location=matched.get("location"),
@@ -96,12 +125,12 @@ class JournalEntry:
             no_match=NoMatchReport.from_json(no_match) if no_match else None,
             expectation_failed=data.get("expectation_failed"),
             response_id=str(data.get("response_id", "")),
-            client_gone=bool(data.get("client_gone", False)),
-            note=data.get("note"),
+            remark=data.get("note"),
             body=data.get("body"),
             body_bytes=data.get("body_bytes"),
             body_truncated=bool(data.get("body_truncated", False)),
             rejected=data.get("rejected"),
+            delivery=Delivery(int(data.get("status", 0)), client_gone=True) if data.get("client_gone") else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -198,15 +227,13 @@ class Journal:
                 old, _ = self._entries.popitem(last=False)
                 self._bytes -= self._cost.pop(old)
 
-    def finish(self, entry_id: int, status: int, client_gone: bool = False, note: str | None = None) -> None:
+    def settle(self, entry_id: int, delivery: Delivery) -> None:
+        """Write how entry ``entry_id`` was answered. Once: a later call, or one for an entry already
+        dropped, changes nothing."""
         with self._lock:
             entry = self._entries.get(entry_id)
-            if entry is None:
-                return
-            entry.status = status
-            entry.client_gone = entry.client_gone or client_gone
-            if note is not None:
-                entry.note = note
+            if entry is not None and entry.delivery is None:
+                entry.delivery = delivery
 
     def entries(self) -> list[JournalEntry]:
         with self._lock:

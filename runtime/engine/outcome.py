@@ -84,7 +84,7 @@ def _verdicts(items: Any) -> tuple[FailedCondition, ...]:
 @attrs.frozen
 class Outcome:
     conversation: str
-    entry_id: int  # journal entry to update with the final status / client-gone flag
+    entry_id: int  # its journal entry, which the server settles with how the answer went
     plan: Plan | None  # None: nothing matched and there is no fallback -> 404 with `no_match.message`
     scenario: str | None = None
     step: str | None = None
