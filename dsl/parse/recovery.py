@@ -32,6 +32,7 @@ import difflib
 import enum
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -197,6 +198,22 @@ def _quoted(m: re.Match[str]) -> str:
     return m.group(1) or f'"{m.group(2)}"'
 
 
+def _plain(word: str, **rest: Any) -> _Kind:
+    """A block whose header is its keyword alone (``reply:``, ``defaults:``)."""
+    return _Kind(word, lambda line: f"{word}:", re.compile(rf"{word}{_TAIL}"), lambda m: f"{word}:", **rest)
+
+
+def _named_block(word: str, name: str | None = None, **rest: Any) -> _Kind:
+    """A block whose header names it (``step ask:``, ``reply greeting:``); a broken one keeps the name."""
+    return _Kind(
+        name or word,
+        lambda line: f"{word} _:",
+        re.compile(rf'{word}[ \t]+"?({_NAME})"?{_TAIL}'),
+        lambda m: f"{word} {m.group(1)}:",
+        **rest,
+    )
+
+
 _SCENARIO = _Kind(
     "scenario",
     lambda line: 'scenario "_":',
@@ -212,11 +229,8 @@ _SCENARIO = _Kind(
     },
     otherwise=_damage,
 )
-_STEP = _Kind(
+_STEP = _named_block(
     "step",
-    lambda line: "step _:",
-    re.compile(rf'step[ \t]+"?({_NAME})"?{_TAIL}'),
-    lambda m: f"step {m.group(1)}:",
     stand_ins={
         "when": _drop,
         "expect": _drop,
@@ -235,18 +249,10 @@ _CONDITIONS = _Kind(
     re.compile(rf"(when|expect){_TAIL}"),
     lambda m: f"{m.group(1)}:",
 )
-_REPLY = _Kind("reply", lambda line: "reply:", re.compile(rf"reply{_TAIL}"), lambda m: "reply:", empty_stub="echo")
-_NAMED_REPLY = _Kind(
-    "named reply",
-    lambda line: "reply _:",
-    re.compile(rf'reply[ \t]+"?({_NAME})"?{_TAIL}'),
-    lambda m: f"reply {m.group(1)}:",
-    empty_stub="echo",
-)
-_FALLBACK = _Kind(
-    "fallback", lambda line: "fallback:", re.compile(rf"fallback{_TAIL}"), lambda m: "fallback:", empty_stub="echo"
-)
-_DEFAULTS = _Kind("defaults", lambda line: "defaults:", re.compile(rf"defaults{_TAIL}"), lambda m: "defaults:")
+_REPLY = _plain("reply", empty_stub="echo")
+_NAMED_REPLY = _named_block("reply", "named reply", empty_stub="echo")
+_FALLBACK = _plain("fallback", empty_stub="echo")
+_DEFAULTS = _plain("defaults")
 
 #: (kind of the enclosing block, first word) -> the kind of block the line opens. Reply blocks and
 #: fallbacks only when the header is one (`reply like x` is a line, not a block).

@@ -67,14 +67,17 @@ def quote(s: str) -> str:
     return f'"{escape(s)}"'
 
 
+def keyword(v: Any) -> str | None:
+    """``null``, ``true`` or ``false`` for None, True and False (by identity: 1 is not ``true``);
+    None for any other value."""
+    return "null" if v is None else "true" if v is True else "false" if v is False else None
+
+
 def value(v: Any) -> str:
     """A typed literal as written in a script."""
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
+    word = keyword(v)
+    if word is not None:
+        return word
     if isinstance(v, str):
         return quote(v)
     if isinstance(v, Regex | Duration):

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import attrs
 
+from mockllm.dsl.tree.describe import keyword
 from mockllm.dsl.tree.nodes import Capture, Condition, Regex, Subject
 from mockllm.runtime.engine.timed_regex import Pattern, compile_pattern, search
 from mockllm.runtime.request import ChatRequest, ToolResult
@@ -193,12 +194,9 @@ def show(v: Any) -> str:
         return f"{text} (marked as an error)" if v.is_error else text
     if isinstance(v, str):
         return _short(v)
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
+    word = keyword(v)
+    if word is not None:
+        return word
     if isinstance(v, list) and all(isinstance(x, str) for x in v):
         return "[" + ", ".join(_short(x) for x in v) + "]"
     text = json.dumps(v, ensure_ascii=False)

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.errors import FileError, MockllmError, UsageError
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["build_parser", "main"]
 
 PROG = "mockllm"
+_N = TypeVar("_N", int, float)
 DEFAULT_MAX_CONVERSATIONS = 10_000
 DEFAULT_IDLE_SECONDS = 3600.0
 
@@ -286,44 +287,34 @@ def _cmd_lsp(args: argparse.Namespace) -> int:
 # Parser
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
-    return value
+def _number(parse: Callable[[str], _N], what: str, ok: Callable[[_N], bool], within: str) -> Callable[[str], _N]:
+    """An argparse type: the text read by ``parse`` (else "expected {what}"), kept when ``ok`` (else
+    "expected {within}")."""
+
+    def convert(text: str) -> _N:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {within}, got {text}")
+        return value
+
+    return convert
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port between 0 and 65535, got {text}")
-    return value
+_positive_int = _number(int, "a whole number", lambda v: v >= 1, "a number above 0")
+_port = _number(int, "a port number", lambda v: 0 <= v <= 65535, "a port between 0 and 65535")
+_seconds = _number(float, "a number of seconds", lambda v: v > 0, "a number of seconds above 0")
+_seconds_or_zero = _number(
+    float, "a number of seconds", lambda v: 0 <= v < float("inf"), "a number of seconds, 0 or more"
+)
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text}")
-    return value
-
-
-def _seconds_or_zero(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, 0 or more, got {text}")
-    return value
+def _listen(p: argparse.ArgumentParser) -> None:
+    """Where a server command listens."""
+    p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    p.add_argument("--port", type=_port, default=8080, help="default: 8080; 0 picks a free port")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -339,56 +330,58 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser(
+    def command(
+        name: str, func: Callable[[argparse.Namespace], int], summary: str, description: str
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[debug], help=summary, description=description)
+        p.set_defaults(func=func)
+        return p
+
+    p = command(
         "check",
-        parents=[debug],
-        help="validate scripts and report every problem",
-        description="Load files and directories as one library and report every problem.",
+        _cmd_check,
+        "validate scripts and report every problem",
+        "Load files and directories as one library and report every problem.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help=".mockllm/.json files or directories")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser(
+    p = command(
         "fmt",
-        parents=[debug],
-        help="rewrite .mockllm files in canonical layout",
-        description="Rewrite .mockllm files (directories: recursively) in canonical layout.",
+        _cmd_fmt,
+        "rewrite .mockllm files in canonical layout",
+        "Rewrite .mockllm files (directories: recursively) in canonical layout.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--check", action="store_true", help="only list files that would change; exit 1 if any")
-    p.set_defaults(func=_cmd_fmt)
 
-    p = sub.add_parser(
+    p = command(
         "graph",
-        parents=[debug],
-        help="draw each scenario's state machine",
-        description="Print each scenario's state machine as a Mermaid flowchart or Graphviz DOT.",
+        _cmd_graph,
+        "draw each scenario's state machine",
+        "Print each scenario's state machine as a Mermaid flowchart or Graphviz DOT.",
     )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--scenario", metavar="NAME", help="only this scenario")
     p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid", help="default: mermaid")
-    p.set_defaults(func=_cmd_graph)
 
-    p = sub.add_parser(
+    p = command(
         "convert",
-        parents=[debug],
-        help="convert between .mockllm text and the JSON form",
-        description="Convert a .mockllm file to the JSON form, or a .json file to .mockllm text.",
+        _cmd_convert,
+        "convert between .mockllm text and the JSON form",
+        "Convert a .mockllm file to the JSON form, or a .json file to .mockllm text.",
     )
     p.add_argument("file", metavar="FILE")
     p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
-    p.set_defaults(func=_cmd_convert)
 
-    p = sub.add_parser(
+    p = command(
         "serve",
-        parents=[debug],
-        help="serve a library over HTTP",
-        description="Load a library and serve it. Without PATH: $MOCKLLM_SCENARIOS, else echo only.",
+        _cmd_serve,
+        "serve a library over HTTP",
+        "Load a library and serve it. Without PATH: $MOCKLLM_SCENARIOS, else echo only.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH")
-    p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
-    p.add_argument("--port", type=_port, default=8080, help="default: 8080; 0 picks a free port")
+    _listen(p)
     p.add_argument(
         "--server", choices=("hypercorn", "uvicorn", "granian"), default="hypercorn", help="default: hypercorn"
     )
@@ -465,13 +458,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help=f"evict a conversation idle this long (default: {DEFAULT_IDLE_SECONDS:g})",
     )
-    p.set_defaults(func=_cmd_serve)
 
-    p = sub.add_parser(
+    p = command(
         "explain",
-        parents=[debug],
-        help="say which step a recorded request would match",
-        description="Say which step a recorded request would match in its real position, or why each "
+        _delegate("mockllm.explain", "explain_command"),
+        "say which step a recorded request would match",
+        "Say which step a recorded request would match in its real position, or why each "
         "candidate fails. The conversation's earlier turns (the other files given, the journal's earlier "
         "entries, and the turns in the request's own history) are replayed first.",
     )
@@ -502,33 +494,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--endpoint", metavar="PATH", help="the request path, e.g. /v1/chat/completions")
     p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
-    p.set_defaults(func=_delegate("mockllm.explain", "explain_command"))
 
-    p = sub.add_parser(
+    p = command(
         "lsp",
-        parents=[debug],
-        help="run the language server for editors (stdio)",
-        description="Speak the Language Server Protocol on stdin/stdout: diagnostics, completion, hover, "
+        _cmd_lsp,
+        "run the language server for editors (stdio)",
+        "Speak the Language Server Protocol on stdin/stdout: diagnostics, completion, hover, "
         "go to definition, symbols and formatting for .mockllm files. Needs the `lsp` extra.",
     )
-    p.set_defaults(func=_cmd_lsp)
 
-    p = sub.add_parser(
+    p = command(
         "import",
-        parents=[debug],
-        help="turn VCR cassettes, HAR files and JSON pairs into .mockllm scripts",
-        description="Turn recorded HTTP traffic (VCR.py / pytest-recording YAML cassettes, HAR 1.2 files, "
+        _delegate("mockllm.recording", "import_command"),
+        "turn VCR cassettes, HAR files and JSON pairs into .mockllm scripts",
+        "Turn recorded HTTP traffic (VCR.py / pytest-recording YAML cassettes, HAR 1.2 files, "
         "JSON request/response pairs) into readable .mockllm scripts, one per conversation.",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="cassette files or directories of them")
     p.add_argument("--out", required=True, metavar="DIR", help="where to write the scripts")
-    p.set_defaults(func=_delegate("mockllm.recording", "import_command"))
 
-    p = sub.add_parser(
+    p = command(
         "record",
-        parents=[debug],
-        help="a recording proxy: forward to the real APIs, write each conversation as a script",
-        description="Serve every provider route on one port, forward each request to the provider's API "
+        _delegate("mockllm.server.recorder", "record_command"),
+        "a recording proxy: forward to the real APIs, write each conversation as a script",
+        "Serve every provider route on one port, forward each request to the provider's API "
         "and stream its answer back, writing each completed exchange into a .mockllm script per conversation.",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="where to write the scripts")
@@ -540,11 +529,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to forward: one base URL for every provider, or PROVIDER=URL (repeatable; "
         f"providers: {', '.join(PROVIDERS)}); default: each provider's public API",
     )
-    p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
-    p.add_argument("--port", type=_port, default=8080, help="default: 8080; 0 picks a free port")
+    _listen(p)
     p.add_argument("--keep-timing", action="store_true", help="write the measured latency and chunk spacing")
     p.add_argument("--timeout", type=_seconds, default=600.0, help="upstream read timeout in seconds; default: 600")
-    p.set_defaults(func=_delegate("mockllm.server.recorder", "record_command"))
     return parser
 
 
