@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from mockllm.server.background import BackgroundServer
 
 
+#: The ``serve`` fixture: ``serve(text, **options)`` is a context manager yielding the server.
+Serve = Callable[..., AbstractContextManager["BackgroundServer"]]
+#: The ``serve_text`` fixture: the same, yielding the server's base URL.
+ServeText = Callable[..., AbstractContextManager[str]]
+
+
 def compile_text(text: str) -> CompiledLibrary | None:
     """Compile a script; a script with errors fails the test with the rendered diagnostics."""
     if not text.strip():
@@ -51,6 +57,15 @@ class SleepLog:
         await asyncio.sleep(seconds)
 
 
+@pytest.fixture(autouse=True)
+def _close_sdk_clients() -> Iterator[None]:
+    """Close the SDK clients the test opened through :mod:`sdk_clients`."""
+    yield
+    from sdk_clients import close_opened
+
+    close_opened()
+
+
 @pytest.fixture
 def sleep_log() -> SleepLog:
     return SleepLog()
@@ -72,12 +87,12 @@ def _serve_url(text: str = "", **options: Any) -> Iterator[str]:
 
 
 @pytest.fixture
-def serve() -> Callable[..., AbstractContextManager[BackgroundServer]]:
+def serve() -> Serve:
     return _serve
 
 
 @pytest.fixture
-def serve_text() -> Callable[..., AbstractContextManager[str]]:
+def serve_text() -> ServeText:
     return _serve_url
 
 

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
 import pytest
+from conftest import Serve
 from starlette.requests import Request
 
 from mockllm.server.admin import _refusal
-from mockllm.server.background import BackgroundServer
 from mockllm.server.options import ServerOptions
 
 HTTP = httpx.Client(timeout=10)  # one pool: creating a client per request costs ~50 ms
 
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
 AUTH = {"authorization": "Bearer sk-test"}
 
 LIBRARY = """

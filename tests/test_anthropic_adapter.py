@@ -10,6 +10,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+import sdk_errors
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sdk_bridge import adapter_transport
@@ -468,22 +469,7 @@ def test_stream_helper_plain_text() -> None:
         assert stream.get_final_text() == "Hi there"
 
 
-@pytest.mark.parametrize(
-    ("status", "exc"),
-    [
-        (400, anthropic.BadRequestError),
-        (401, anthropic.AuthenticationError),
-        (403, anthropic.PermissionDeniedError),
-        (404, anthropic.NotFoundError),
-        (409, anthropic.ConflictError),
-        (413, anthropic.RequestTooLargeError),
-        (422, anthropic.UnprocessableEntityError),
-        (429, anthropic.RateLimitError),
-        (500, anthropic.InternalServerError),
-        (503, anthropic.InternalServerError),
-        (529, anthropic.OverloadedError),
-    ],
-)
+@pytest.mark.parametrize(("status", "exc"), sdk_errors.ANTHROPIC)
 def test_error_statuses_map_to_sdk_exceptions(status: int, exc: type[anthropic.APIStatusError]) -> None:
     sdk, _ = client_for(lambda chat: ADAPTER.render_error(status, f"failure {status}", CTX))
     with pytest.raises(exc) as info:

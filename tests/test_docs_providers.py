@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
+from conftest import ServeText
 
 from mockllm.runtime.providers.registry import ENTRIES
 
-ServeText = Callable[..., AbstractContextManager[str]]
 PAGES = sorted((Path(__file__).parent.parent / "docs" / "providers").glob("*.md"))
 FENCE = re.compile(r"```(\w[\w-]*)\n(.*?)```", re.S)
 

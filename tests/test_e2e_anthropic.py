@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import anthropic
 import pytest
+import sdk_errors
+from conftest import ServeText
 from provider_cases import TWO_AT_ONCE, limited_then
-
-ServeText = Callable[..., AbstractContextManager[str]]
 
 SCRIPT = """
 scenario "Weather":
@@ -73,18 +71,7 @@ def test_tool_round_trip(serve_text: ServeText, stream: bool) -> None:
         assert second.usage.output_tokens >= 1
 
 
-@pytest.mark.parametrize(
-    ("status", "exc"),
-    [
-        (400, anthropic.BadRequestError),
-        (401, anthropic.AuthenticationError),
-        (403, anthropic.PermissionDeniedError),
-        (404, anthropic.NotFoundError),
-        (429, anthropic.RateLimitError),
-        (500, anthropic.InternalServerError),
-        (529, anthropic.OverloadedError),
-    ],
-)
+@pytest.mark.parametrize(("status", "exc"), sdk_errors.ANTHROPIC)
 def test_error_status_maps_to_sdk_exception(serve_text: ServeText, status: int, exc: type[Exception]) -> None:
     script = f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
     with serve_text(script) as url:

@@ -6,17 +6,13 @@ documented 404 ``thread_not_found`` and the SDK replays the whole conversation (
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import anthropic
 import httpx
 import pytest
 from anthropic import beta_tool
-
-from mockllm.server.background import BackgroundServer
-
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
+from conftest import Serve
 
 # Separate scenarios, each answering one situation whatever came before, so a replayed history is
 # answered exactly like the threaded one.

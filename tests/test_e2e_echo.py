@@ -8,8 +8,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,10 @@ import jsonschema
 import ollama
 import openai
 import pytest
+from conftest import ServeText
 from google import genai
 from google.genai import types
 
-ServeText = Callable[..., AbstractContextManager[str]]
 SCHEMAS = sorted(p for p in (Path(__file__).parent / "schemas").glob("*.json") if not p.name.startswith("gemini_"))
 
 HISTORY: list[Any] = [

@@ -8,21 +8,19 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
 
 import httpx
 import ollama
 import openai
 import pytest
-from google import genai
+from conftest import Serve
 from google.genai import errors as genai_errors
 from google.genai import types
+from sdk_clients import gm, oa, ol
 
 from mockllm.runtime.embed.embedder import embed
 from mockllm.server.background import BackgroundServer
-
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
 
 CORPUS = [
     "Invoices are sent on the first day of each month; the invoice total includes VAT.",
@@ -47,34 +45,6 @@ def ranking(query: Sequence[float], docs: Sequence[Sequence[float]]) -> list[int
 def echo() -> Iterator[BackgroundServer]:
     with BackgroundServer(None) as server:
         yield server
-
-
-_OPEN: list[openai.OpenAI | genai.Client | ollama.Client] = []  # closed after each test
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
-def oa(url: str) -> openai.OpenAI:
-    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
-    _OPEN.append(client)
-    return client
-
-
-def gm(url: str, api_version: str | None = None) -> genai.Client:
-    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url, api_version=api_version))
-    _OPEN.append(client)
-    return client
-
-
-def ol(url: str) -> ollama.Client:
-    client = ollama.Client(host=url)
-    _OPEN.append(client)
-    return client
 
 
 # ---------------------------------------------------------------------------------------------------------

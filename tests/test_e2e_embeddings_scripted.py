@@ -5,23 +5,20 @@ left alone by embedding calls, and the journal and `verify` seeing it all."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import ollama
 import openai
 import pytest
+from conftest import Serve
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
+from sdk_clients import oa, opened
 
 from mockllm.dsl.machines.compiler import compile_library
 from mockllm.dsl.parse.loader import load_text
 from mockllm.runtime.embed.embedder import embed, to_float32
-from mockllm.server.background import BackgroundServer
-
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
 
 SCRIPT = """
 scenario "Embeddings":
@@ -55,22 +52,6 @@ scenario "Chat":
             text "hello back"
 """
 PINNED = [to_float32([0.6, 0.8, 0.0]), to_float32([0.0, 0.6, 0.8])]
-
-
-_OPEN: list[openai.OpenAI | genai.Client | ollama.Client] = []  # closed after each test
-
-
-@pytest.fixture(autouse=True)
-def _close_clients() -> Iterator[None]:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
-def oa(url: str) -> openai.OpenAI:
-    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
-    _OPEN.append(client)
-    return client
 
 
 def test_openai_scripted_error_vectors_flags_and_chat(serve: Serve) -> None:
@@ -115,7 +96,7 @@ def test_openai_scripted_error_vectors_flags_and_chat(serve: Serve) -> None:
 def test_gemini_scripted_vectors_and_error(serve: Serve) -> None:
     with serve(SCRIPT) as server:
         client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.url))
-        _OPEN.append(client)
+        opened(client)
         with pytest.raises(genai_errors.ClientError) as caught:
             client.models.embed_content(model="text-embedding-004", contents="fail now")
         assert caught.value.code == 429 and caught.value.status == "RESOURCE_EXHAUSTED"
@@ -127,7 +108,7 @@ def test_gemini_scripted_vectors_and_error(serve: Serve) -> None:
 def test_ollama_scripted_vectors_and_error(serve: Serve) -> None:
     with serve(SCRIPT) as server:
         client = ollama.Client(host=server.url)
-        _OPEN.append(client)
+        opened(client)
         with pytest.raises(ollama.ResponseError) as caught:
             client.embed(model="nomic-embed-text", input="fail")
         assert caught.value.status_code == 429 and caught.value.error == "Rate limit reached for embeddings"

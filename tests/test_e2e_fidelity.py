@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import anthropic
 import httpx
 import openai
 import pytest
-
-ServeText = Callable[..., AbstractContextManager[str]]
+from conftest import ServeText
 
 SCRIPT = """
 scenario "Calls":

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import anthropic
 import ollama
 import openai
 import pytest
+from conftest import ServeText
 from google import genai
 from google.genai import types
-
-ServeText = Callable[..., AbstractContextManager[str]]
 
 SCRIPT = """
 scenario "Weather everywhere":

@@ -4,13 +4,10 @@ stream helpers still rebuild every call exactly (they accumulate by index / outp
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import openai
-
-ServeText = Callable[..., AbstractContextManager[str]]
+from conftest import ServeText
 
 SCRIPT = """
 scenario "Interleaved":

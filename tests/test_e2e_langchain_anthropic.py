@@ -3,12 +3,8 @@ from ``message_delta.usage``, as the real API sends them there; issue 11)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-
+from conftest import ServeText
 from langchain_anthropic import ChatAnthropic
-
-ServeText = Callable[..., AbstractContextManager[str]]
 
 SCRIPT = """
 scenario "Hello":

@@ -11,15 +11,13 @@ import fcntl
 import json
 import shutil
 import subprocess
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ServeText
 from test_e2e_anthropic_threads import SCRIPT as TOOL_LOOP
 
-ServeText = Callable[..., AbstractContextManager[str]]
 NODE_DIR = Path(__file__).parent / "node"
 
 BROKEN_STREAM = """

@@ -7,16 +7,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
-
-ServeText = Callable[..., AbstractContextManager[str]]
+import sdk_errors
+from conftest import ServeText
 
 WEATHER = """
 scenario "Weather":
@@ -166,20 +165,7 @@ scenario "flaky":
     assert out.choices[0].message.content == "back"
 
 
-@pytest.mark.parametrize(
-    ("status", "exc"),
-    [
-        (400, openai.BadRequestError),
-        (401, openai.AuthenticationError),
-        (403, openai.PermissionDeniedError),
-        (404, openai.NotFoundError),
-        (409, openai.ConflictError),
-        (422, openai.UnprocessableEntityError),
-        (429, openai.RateLimitError),
-        (500, openai.InternalServerError),
-        (503, openai.InternalServerError),
-    ],
-)
+@pytest.mark.parametrize(("status", "exc"), sdk_errors.OPENAI)
 def test_error_status_maps_to_sdk_exception(serve_text: ServeText, status: int, exc: type[Exception]) -> None:
     script = f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
     with serve_text(script) as url:

@@ -7,17 +7,13 @@ This is the short form CI runs; ``bench/fuzz_server.py`` runs 4,000 cases per se
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 
 import httpx
 import pytest
+from conftest import Serve
 from fuzzing import SCRIPT, Case, check_canary, check_case, check_views, requests, scripts, send
 from hypothesis import HealthCheck, given, settings
 
-from mockllm.server.background import BackgroundServer
-
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 

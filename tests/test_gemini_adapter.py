@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 import httpx
 import pytest
+import sdk_errors
 from google import genai
 from google.genai import errors, types
 from hypothesis import HealthCheck, given, settings
@@ -510,16 +511,7 @@ def test_sdk_chat_keeps_thinking_only_turn() -> None:
     assert [m.role for m in server.chats[1].messages] == ["user", "assistant", "user"]
 
 
-@pytest.mark.parametrize(
-    ("status", "exc"),
-    [
-        (400, errors.ClientError),
-        (404, errors.ClientError),
-        (429, errors.ClientError),
-        (500, errors.ServerError),
-        (503, errors.ServerError),
-    ],
-)
+@pytest.mark.parametrize(("status", "exc"), sdk_errors.GEMINI)
 def test_sdk_error_statuses(status: int, exc: type[errors.APIError]) -> None:
     server = Server(error=(status, "mockllm: scripted failure"))
     with pytest.raises(exc) as info:

@@ -10,23 +10,20 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import httpx
 import pytest
-from conftest import compile_text
+from conftest import Serve, compile_text
 
 from mockllm.runtime.engine.conversations import KEY_CHARS, stored_key
 from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.engine.journal import ENTRY_ALLOWANCE, Delivery, Journal, JournalEntry
 from mockllm.runtime.request import ChatRequest, Message
 from mockllm.server.background import BackgroundServer
-
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
 
 NEVER = (
     'scenario "s":\n    step a:\n        when:\n            model is "never"\n        reply:\n            text "x"\n'

@@ -10,6 +10,7 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+import sdk_errors
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sdk_bridge import adapter_transport
@@ -446,21 +447,7 @@ def test_raw_stream_chunks_carry_role_once() -> None:
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == "Hello there, friend."
 
 
-@pytest.mark.parametrize(
-    ("status", "exc"),
-    [
-        (400, openai.BadRequestError),
-        (401, openai.AuthenticationError),
-        (403, openai.PermissionDeniedError),
-        (404, openai.NotFoundError),
-        (409, openai.ConflictError),
-        (422, openai.UnprocessableEntityError),
-        (429, openai.RateLimitError),
-        (500, openai.InternalServerError),
-        (503, openai.InternalServerError),
-        (529, openai.InternalServerError),
-    ],
-)
+@pytest.mark.parametrize(("status", "exc"), sdk_errors.OPENAI)
 def test_error_statuses_map_to_sdk_exceptions(status: int, exc: type[openai.APIStatusError]) -> None:
     sdk, _ = client_for(lambda chat: ADAPTER.render_error(status, f"failure {status}", CTX))
     with pytest.raises(exc) as info:

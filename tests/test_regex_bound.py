@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import openai
 import pytest
-from conftest import compile_text
+from conftest import Serve, compile_text
 
 from mockllm.dsl.machines.compiler import compile_library
 from mockllm.dsl.parse.loader import load_text
@@ -22,9 +22,6 @@ from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.engine.timed_regex import compile_pattern, search
 from mockllm.runtime.reply.plan import ErrorPlan
 from mockllm.runtime.request import ChatRequest, Message
-from mockllm.server.background import BackgroundServer
-
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
 
 # `(a|aa)+$` on a run of a's that ends in something else: each a can start a one- or two-letter
 # branch, so a backtracking search tries Fibonacci(n) splits before it gives up.

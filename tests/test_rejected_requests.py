@@ -3,17 +3,14 @@ are journalled, so ``/_mockllm/verify`` does not say ok while the client got an 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
 import openai
 import pytest
+from conftest import ServeText
 
 from mockllm.api import Verification
-
-ServeText = Callable[..., AbstractContextManager[str]]
 
 SCRIPT = """
 scenario "Hi":

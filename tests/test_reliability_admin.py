@@ -7,18 +7,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from conftest import Serve
 from reliability import serve_process
 
-from mockllm.server.background import BackgroundServer
-
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
 SECRET = "MOCKLLM_TEST_SECRET_VALUE_41c7"
 REPLY = 'reply greeting:\n    text "hello from the shared file"\n'
 

@@ -10,6 +10,7 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+import sdk_errors
 from hypothesis import HealthCheck, given, settings
 from strategies import json_bodies
 
@@ -453,16 +454,7 @@ def test_sdk_raw_stream_events() -> None:
     assert kinds.count("response.output_text.delta") == 3
 
 
-@pytest.mark.parametrize(
-    ("status", "exc"),
-    [
-        (400, openai.BadRequestError),
-        (404, openai.NotFoundError),
-        (429, openai.RateLimitError),
-        (500, openai.InternalServerError),
-        (503, openai.InternalServerError),
-    ],
-)
+@pytest.mark.parametrize(("status", "exc"), sdk_errors.OPENAI)
 def test_sdk_maps_error_statuses(status: int, exc: type[Exception]) -> None:
     server = Server(error=(status, "mockllm: scripted failure"))
     with pytest.raises(exc, match="scripted failure") as info:

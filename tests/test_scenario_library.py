@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,13 @@ import httpx2
 import ollama
 import openai
 import pytest
+from conftest import ServeText
 from google import genai
 from google.genai import errors as gerrors
 from google.genai import types as gtypes
 
 from mockllm.dsl.parse.loader import load_paths
 from mockllm.dsl.tree.nodes import Error, NamedReply, RetryAfter, StreamError, Text
-
-ServeText = Callable[..., AbstractContextManager[str]]
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from conftest import Serve
 
 from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.providers import registry
@@ -20,7 +20,6 @@ from mockllm.server.background import BackgroundServer
 
 HTTP = httpx.Client(timeout=10)  # one pool: creating a client per request costs ~50 ms
 
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
 
 OPENAI_AUTH = {"authorization": "Bearer sk-test"}
 ANTHROPIC_AUTH = {"x-api-key": "k", "anthropic-version": "2023-06-01"}

@@ -8,22 +8,18 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
 import pytest
-from conftest import SleepLog
+from conftest import Serve, SleepLog
 
 from mockllm.runtime.clock import FakeClock
 from mockllm.runtime.providers.base import Frame
-from mockllm.server.background import BackgroundServer
 from mockllm.server.streaming import Faults, StreamResult, write_frames
 
 HTTP = httpx.Client(timeout=10)  # one pool: creating a client per request costs ~50 ms
 
-Serve = Callable[..., AbstractContextManager[BackgroundServer]]
 
 # ---------------------------------------------------------------------------------------------------------
 # The writer, with a fake clock and sleep

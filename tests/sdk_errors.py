@@ -1,0 +1,43 @@
+"""Which exception each official SDK raises for an HTTP error status: one table per SDK, walked by
+the adapter tests (a fake server) and the end-to-end tests (a scripted `error N`)."""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+from google.genai import errors
+
+OPENAI: list[tuple[int, type[openai.APIStatusError]]] = [
+    (400, openai.BadRequestError),
+    (401, openai.AuthenticationError),
+    (403, openai.PermissionDeniedError),
+    (404, openai.NotFoundError),
+    (409, openai.ConflictError),
+    (422, openai.UnprocessableEntityError),
+    (429, openai.RateLimitError),
+    (500, openai.InternalServerError),
+    (503, openai.InternalServerError),
+    (529, openai.InternalServerError),
+]
+
+ANTHROPIC: list[tuple[int, type[anthropic.APIStatusError]]] = [
+    (400, anthropic.BadRequestError),
+    (401, anthropic.AuthenticationError),
+    (403, anthropic.PermissionDeniedError),
+    (404, anthropic.NotFoundError),
+    (409, anthropic.ConflictError),
+    (413, anthropic.RequestTooLargeError),
+    (422, anthropic.UnprocessableEntityError),
+    (429, anthropic.RateLimitError),
+    (500, anthropic.InternalServerError),
+    (503, anthropic.InternalServerError),
+    (529, anthropic.OverloadedError),
+]
+
+GEMINI: list[tuple[int, type[errors.APIError]]] = [
+    (400, errors.ClientError),
+    (404, errors.ClientError),
+    (429, errors.ClientError),
+    (500, errors.ServerError),
+    (503, errors.ServerError),
+]
