@@ -15,8 +15,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reliability import serve_process
 
 from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.base import RenderContext, Rendered
@@ -34,7 +34,6 @@ from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.server.responder import header_bytes, response_head
 from mockllm.server.runner import GRANIAN_MISSING, UVICORN_MISSING, server_missing
 
-LISTENING = re.compile(r"^mockllm listening on (http://127\.0\.0\.1:\d+)$")
 SCRIPT = """
 scenario "fast":
     step hello:
@@ -58,26 +57,6 @@ sys.meta_path.insert(0, Hide())
 from mockllm.cli import main
 sys.exit(main(sys.argv[1:]))
 """
-
-
-@contextmanager
-def serving(script: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mockllm", "serve", str(script), "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline().rstrip("\n")
-        found = LISTENING.match(first)
-        assert found, (first, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
-        yield proc, found.group(1)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=10)
 
 
 def compile_text(text: str) -> Any:
@@ -110,7 +89,7 @@ def test_fast_servers_serve_when_installed_and_refuse_clearly_when_not(
         assert done.stdout == ""  # no listening line: nothing was served
         assert done.stderr.strip() == missing
         return
-    with serving(script, "--server", server) as (proc, url):
+    with serve_process(str(script), "--server", server) as (proc, url, _port):
         whole = httpx.post(url + "/v1/chat/completions", json=BODY, headers=AUTH, timeout=10)
         assert whole.status_code == 200
         assert whole.headers["server"] == server
