@@ -10,6 +10,7 @@ import pytest
 import sdk_errors
 from conftest import ServeText
 from provider_cases import TWO_AT_ONCE, limited_then
+from sdk_clients import opened
 
 SCRIPT = """
 scenario "Weather":
@@ -34,7 +35,7 @@ TOOLS: list[Any] = [{"name": "get_weather", "input_schema": {"type": "object"}}]
 
 
 def client(url: str, **kw: Any) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url, api_key="test", **kw)
+    return opened(anthropic.Anthropic(base_url=url, api_key="test", **kw))
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -16,6 +16,7 @@ import openai
 import pytest
 import sdk_errors
 from conftest import ServeText
+from sdk_clients import opened
 
 WEATHER = """
 scenario "Weather":
@@ -44,7 +45,7 @@ TOOLS = [
 
 
 def client(url: str, **kw: object) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="test", **kw)  # type: ignore[arg-type]
+    return opened(openai.OpenAI(base_url=url + "/v1", api_key="test", **kw))  # type: ignore[arg-type]
 
 
 def complete(c: openai.OpenAI, messages: list[dict[str, object]], stream: bool, headers: dict[str, str] | None) -> Any:

@@ -27,6 +27,7 @@ from google import genai
 from google.genai import types as gtypes
 from mistralai.client import Mistral
 from mistralai.client import errors as mistral_errors
+from sdk_clients import opened
 
 from mockllm.dsl.diagnostics import render
 from mockllm.dsl.machines.compiler import compile_library, load_and_compile
@@ -66,29 +67,33 @@ def conversation_headers(conversation: str | None = None) -> dict[str, str]:
 
 
 def openai_client(url: str, conversation: str | None = None, **kw: Any) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="test", default_headers=conversation_headers(conversation), **kw)
+    return opened(
+        openai.OpenAI(base_url=url + "/v1", api_key="test", default_headers=conversation_headers(conversation), **kw)
+    )
 
 
 def anthropic_client(url: str, conversation: str | None = None, **kw: Any) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url, api_key="test", default_headers=conversation_headers(conversation), **kw)
+    return opened(
+        anthropic.Anthropic(base_url=url, api_key="test", default_headers=conversation_headers(conversation), **kw)
+    )
 
 
 def gemini_client(url: str) -> genai.Client:
     options = gtypes.HttpOptions(base_url=url, headers=conversation_headers())
-    return genai.Client(api_key="test", http_options=options)
+    return opened(genai.Client(api_key="test", http_options=options))
 
 
 def ollama_client(url: str) -> ollama.Client:
-    return ollama.Client(host=url, headers=conversation_headers())
+    return opened(ollama.Client(host=url, headers=conversation_headers()))
 
 
 def cohere_client(url: str, **kw: Any) -> cohere.ClientV2:
-    http = httpx.Client(headers=conversation_headers(), timeout=60)  # the client's way to add headers
+    http = opened(httpx.Client(headers=conversation_headers(), timeout=60))  # the client's way to add headers
     return cohere.ClientV2(base_url=url, api_key="test", httpx_client=http, **kw)
 
 
 def mistral_client(url: str) -> Mistral:
-    return Mistral(server_url=url, api_key="test", client=httpx2.Client(headers=conversation_headers()))
+    return Mistral(server_url=url, api_key="test", client=opened(httpx2.Client(headers=conversation_headers())))
 
 
 def journal(url: str, conversation: str) -> list[dict[str, Any]]:
@@ -882,12 +887,14 @@ def test_echo_fallback_streams_word_by_word(url: str) -> None:
 
 
 def azure_client(url: str, deployment: str | None = None) -> openai.AzureOpenAI:
-    return openai.AzureOpenAI(
-        azure_endpoint=url,
-        azure_deployment=deployment,
-        api_version="2024-10-21",
-        api_key="test",
-        default_headers=conversation_headers(),
+    return opened(
+        openai.AzureOpenAI(
+            azure_endpoint=url,
+            azure_deployment=deployment,
+            api_version="2024-10-21",
+            api_key="test",
+            default_headers=conversation_headers(),
+        )
     )
 
 
@@ -922,12 +929,14 @@ def vertex_client(url: str, retry: gtypes.HttpRetryOptions | None = None) -> gen
     from google.oauth2.credentials import Credentials
 
     options = gtypes.HttpOptions(base_url=url, headers=conversation_headers(), retry_options=retry)
-    return genai.Client(
-        vertexai=True,
-        project="test",
-        location="us-central1",
-        credentials=Credentials(token="test"),
-        http_options=options,
+    return opened(
+        genai.Client(
+            vertexai=True,
+            project="test",
+            location="us-central1",
+            credentials=Credentials(token="test"),
+            http_options=options,
+        )
     )
 
 

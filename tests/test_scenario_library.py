@@ -23,6 +23,7 @@ from conftest import ServeText
 from google import genai
 from google.genai import errors as gerrors
 from google.genai import types as gtypes
+from sdk_clients import opened
 
 from mockllm.dsl.parse.loader import load_paths
 from mockllm.dsl.tree.nodes import Error, NamedReply, RetryAfter, StreamError, Text
@@ -61,15 +62,15 @@ def script_for(name: str) -> str:
 
 
 def openai_client(url: str, **kw: Any) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="test", max_retries=0, **kw)
+    return opened(openai.OpenAI(base_url=url + "/v1", api_key="test", max_retries=0, **kw))
 
 
 def anthropic_client(url: str, **kw: Any) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url, api_key="test", max_retries=0, **kw)
+    return opened(anthropic.Anthropic(base_url=url, api_key="test", max_retries=0, **kw))
 
 
 def gemini_client(url: str, **kw: Any) -> genai.Client:
-    return genai.Client(api_key="test", http_options=gtypes.HttpOptions(base_url=url, **kw))
+    return opened(genai.Client(api_key="test", http_options=gtypes.HttpOptions(base_url=url, **kw)))
 
 
 def generate(client: genai.Client, stream: bool) -> object:
@@ -81,7 +82,7 @@ def generate(client: genai.Client, stream: bool) -> object:
 
 
 def ollama_client(url: str, **kw: Any) -> ollama.Client:
-    return ollama.Client(host=url, **kw)
+    return opened(ollama.Client(host=url, **kw))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -244,7 +244,7 @@ def test_hang_is_bounded_by_the_hang_limit(serve: Serve) -> None:
         r = HTTP.post(server.url + "/v1/chat/completions", json=chat_body(False), headers=AUTH, timeout=5)
         elapsed = time.monotonic() - started
         entry = server.engine.journal()[-1]
-    assert 0.28 <= elapsed < 2.0
+    assert 0.28 <= elapsed < 30.0  # the 0.3 s limit asked for, not the default of 300 s, however loaded
     assert r.status_code == 504 and r.headers["x-should-retry"] == "false"
     assert "hang limit of 0.3s" in r.json()["error"]["message"]
     assert entry["status"] == 504 and "hang limit" in entry["note"]
@@ -317,7 +317,9 @@ scenario "s":
 
 def test_stopping_the_server_ends_open_streams_and_hangs_quickly(serve: Serve) -> None:
     """With no grace period the stream sends the rest of its frames at once and ends properly; the
-    hang ends with a 503 at once (it waits for nothing)."""
+    hang ends with a 503 at once (it waits for nothing). "At once" is measured against what waiting
+    would take (the stream's 14 s of spacing left, the hang's 300 s limit), so a loaded machine does
+    not make it fail."""
     script = """
 scenario "s":
     order any
@@ -332,7 +334,7 @@ scenario "s":
             last user message is "stream"
         reply:
             text "a b c d e f g h"
-            stream by word, 200ms apart
+            stream by word, 2s apart
         always
 """
     outcomes: list[str] = []
@@ -359,5 +361,5 @@ scenario "s":
         took = time.monotonic() - started
     for t in threads:
         t.join(5)
-    assert took < 1.0
+    assert took < 7.0  # half the stream's spacing still to come: it did not wait for it
     assert sorted(outcomes) == ["hang: 503", "stream ended: True", "stream: 200"]
