@@ -41,3 +41,18 @@ GEMINI: list[tuple[int, type[errors.APIError]]] = [
     (500, errors.ServerError),
     (503, errors.ServerError),
 ]
+
+
+def error_script(status: int) -> str:
+    """A script whose one step answers every request with ``error STATUS "boom STATUS"``."""
+    return f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
+
+
+def check_scripted(
+    error: BaseException, status: int, base: type[openai.APIStatusError | anthropic.APIStatusError]
+) -> None:
+    """The SDK's exception for :func:`error_script`'s answer: its status, message and request id."""
+    assert isinstance(error, base)
+    assert error.status_code == status
+    assert f"boom {status}" in str(error)
+    assert error.request_id

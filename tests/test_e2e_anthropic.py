@@ -74,16 +74,12 @@ def test_tool_round_trip(serve_text: ServeText, stream: bool) -> None:
 
 @pytest.mark.parametrize(("status", "exc"), sdk_errors.ANTHROPIC)
 def test_error_status_maps_to_sdk_exception(serve_text: ServeText, status: int, exc: type[Exception]) -> None:
-    script = f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
-    with serve_text(script) as url:
+    with serve_text(sdk_errors.error_script(status)) as url:
         with pytest.raises(exc) as info:
             client(url, max_retries=0).messages.create(
                 model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
             )
-    assert isinstance(info.value, anthropic.APIStatusError)
-    assert info.value.status_code == status
-    assert f"boom {status}" in str(info.value)
-    assert info.value.request_id
+    sdk_errors.check_scripted(info.value, status, anthropic.APIStatusError)
 
 
 def test_retry_through_overloaded(serve_text: ServeText) -> None:

@@ -168,14 +168,10 @@ scenario "flaky":
 
 @pytest.mark.parametrize(("status", "exc"), sdk_errors.OPENAI)
 def test_error_status_maps_to_sdk_exception(serve_text: ServeText, status: int, exc: type[Exception]) -> None:
-    script = f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
-    with serve_text(script) as url:
+    with serve_text(sdk_errors.error_script(status)) as url:
         with pytest.raises(exc) as info:
             client(url, max_retries=0).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
-    assert isinstance(info.value, openai.APIStatusError)
-    assert info.value.status_code == status
-    assert f"boom {status}" in str(info.value)
-    assert info.value.request_id
+    sdk_errors.check_scripted(info.value, status, openai.APIStatusError)
 
 
 def test_in_band_stream_error(serve_text: ServeText) -> None:
