@@ -5,8 +5,10 @@ Every tree drawn here has a canonical text: blocks are never empty (a ``reply:``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mockllm.dsl.tree import nodes as n
@@ -226,3 +228,26 @@ def json_bodies(vocab: list[str]) -> st.SearchStrategy[Any]:
         lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(vocab), inner, max_size=6),
         max_leaves=40,
     )
+
+
+def any_json_test(
+    adapter: Any, parse: Callable[[Any], Any], wrap: Callable[[Any], Any], vocab: list[str], plan: Any, ctx: Any
+) -> Any:
+    """The "never crash on any body" test of an adapter: arbitrary JSON from the provider's own field
+    names (a value that is no object goes in ``wrap``'s place for the body) is parsed and rendered,
+    or refused with a ProviderError with a 4xx status and a message; ``plan`` renders with a 200."""
+    from mockllm.errors import ProviderError
+
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(json_bodies(vocab))
+    def test(body: Any) -> None:
+        """Whatever JSON arrives, the adapter answers a ProviderError or a request it can render."""
+        try:
+            chat = parse(body if isinstance(body, dict) else wrap(body))
+            adapter.validate_history(chat)
+        except ProviderError as e:
+            assert 400 <= e.status < 500 and e.message
+            return
+        assert adapter.render(plan, chat, ctx).status == 200
+
+    return test

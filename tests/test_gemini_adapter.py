@@ -13,8 +13,7 @@ import pytest
 import sdk_errors
 from google import genai
 from google.genai import errors, types
-from hypothesis import HealthCheck, given, settings
-from strategies import json_bodies
+from strategies import any_json_test
 
 from mockllm.runtime.providers import gemini
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
@@ -571,21 +570,11 @@ VOCAB = [
     "OBJECT",
     "STRING",
 ]
-BODIES = json_bodies(VOCAB)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(BODIES)
-def test_any_json_is_parsed_or_rejected_cleanly(body: Any) -> None:
-    """Whatever JSON arrives, the adapter answers a ProviderError or a request it can render."""
-    try:
-        chat = parse({"contents": body} if not isinstance(body, dict) else body)
-        ADAPTER.validate_history(chat)
-    except ProviderError as e:
-        assert 400 <= e.status < 500 and e.message
-        return
-    rendered = ADAPTER.render(text_plan(), chat, CTX)
-    assert rendered.status == 200
+test_any_json_is_parsed_or_rejected_cleanly = any_json_test(
+    ADAPTER, parse, lambda body: {"contents": body}, VOCAB, text_plan(), CTX
+)
 
 
 def test_function_response_text_unwraps_the_sdk_result_wrapper() -> None:

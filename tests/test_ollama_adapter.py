@@ -10,8 +10,7 @@ from typing import Any
 import httpx
 import ollama
 import pytest
-from hypothesis import HealthCheck, given, settings
-from strategies import json_bodies
+from strategies import any_json_test
 
 from mockllm.runtime.providers import ollama as ollama_adapter
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
@@ -349,18 +348,8 @@ VOCAB = [
     "assistant",
     "tool",
 ]
-BODIES = json_bodies(VOCAB)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(BODIES)
-def test_any_json_is_parsed_or_rejected_cleanly(body: Any) -> None:
-    """Whatever JSON arrives, the adapter answers a ProviderError or a request it can render."""
-    try:
-        chat = parse({"model": "m", "messages": body} if not isinstance(body, dict) else body)
-        ADAPTER.validate_history(chat)
-    except ProviderError as e:
-        assert 400 <= e.status < 500 and e.message
-        return
-    rendered = ADAPTER.render(text_plan(), chat, CTX)
-    assert rendered.status == 200
+test_any_json_is_parsed_or_rejected_cleanly = any_json_test(
+    ADAPTER, parse, lambda body: {"model": "m", "messages": body}, VOCAB, text_plan(), CTX
+)
