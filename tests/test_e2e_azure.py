@@ -7,9 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +14,12 @@ import httpx
 import jsonschema
 import openai
 import pytest
+import sdk_errors
+from conftest import ServeText
+from sdk_clients import AZURE_API_VERSION as VERSION
+from sdk_clients import azure as azure_client
+from sdk_clients import conversation, opened
 
-ServeText = Callable[..., AbstractContextManager[str]]
-VERSION = "2024-10-21"
 SAFE = {"filtered": False, "severity": "safe"}
 OUTPUT_FILTERS = {"hate": SAFE, "self_harm": SAFE, "sexual": SAFE, "violence": SAFE}
 PROMPT_FILTERS = [
@@ -36,8 +36,7 @@ TOOLS: Any = [
 
 
 def azure(url: str, **kw: Any) -> openai.AzureOpenAI:
-    headers = {"x-mockllm-conversation": uuid.uuid4().hex}
-    return openai.AzureOpenAI(azure_endpoint=url, api_version=VERSION, api_key="k", default_headers=headers, **kw)
+    return azure_client(url, conversation(), **kw)
 
 
 def ask(text: str) -> Any:
@@ -148,8 +147,9 @@ def test_stream_sends_prompt_filter_results_first_and_usage_last(serve_text: Ser
 
 def test_async_client_streams(serve_text: ServeText) -> None:
     async def run(url: str) -> str:
-        headers = {"x-mockllm-conversation": uuid.uuid4().hex}
-        client = openai.AsyncAzureOpenAI(azure_endpoint=url, api_version=VERSION, api_key="k", default_headers=headers)
+        client = openai.AsyncAzureOpenAI(
+            azure_endpoint=url, api_version=VERSION, api_key="k", default_headers=conversation()
+        )
         async with client:
             async with client.chat.completions.stream(model="dep", messages=ask("hello")) as stream:
                 deltas = [e.delta async for e in stream if e.type == "content.delta"]
@@ -249,7 +249,7 @@ scenario "flaky":
     ],
 )
 def test_errors_in_azures_shape(serve_text: ServeText, status: int, exc: type[Exception], shape: str) -> None:
-    script = f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
+    script = sdk_errors.error_script(status)
     with serve_text(script) as url:
         with pytest.raises(exc) as info:
             azure(url, max_retries=0).chat.completions.create(model="dep", messages=ask("x"))
@@ -320,9 +320,7 @@ def test_auth_and_api_version_as_azure_answers(serve_text: ServeText) -> None:
         assert no_version.status_code == 404
         assert no_version.json() == {"error": {"code": "404", "message": "Resource not found"}}
         with pytest.raises(openai.BadRequestError) as info:
-            openai.AzureOpenAI(azure_endpoint=url, api_version="2024-13-45", api_key="k").chat.completions.create(
-                model="dep", messages=ask("hello")
-            )
+            azure(url, api_version="2024-13-45").chat.completions.create(model="dep", messages=ask("hello"))
         assert info.value.body == {"code": "BadRequest", "message": "API version not supported"}
         # the history is checked as OpenAI checks it, in OpenAI's shape
         with pytest.raises(openai.BadRequestError) as bad:
@@ -334,8 +332,7 @@ def test_auth_and_api_version_as_azure_answers(serve_text: ServeText) -> None:
 
 def test_v1_routes_take_the_openai_client(serve_text: ServeText) -> None:
     with serve_text(SCRIPT) as url:
-        headers = {"x-mockllm-conversation": uuid.uuid4().hex}
-        client = openai.OpenAI(base_url=f"{url}/openai/v1/", api_key="k", default_headers=headers)
+        client = opened(openai.OpenAI(base_url=f"{url}/openai/v1/", api_key="k", default_headers=conversation()))
         out = client.chat.completions.create(model="gpt4o-prod", messages=ask("hello"))
         vectors = client.embeddings.create(model="text-embedding-3-large", input=["red apple", "green apple"])
     assert out.choices[0].message.content == "Hello from Azure."

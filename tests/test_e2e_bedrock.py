@@ -5,21 +5,18 @@ against a real mockllm server on loopback. botocore checks the event-stream CRCs
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
-import boto3
 import botocore
-import botocore.config
 import botocore.exceptions
 import jsonschema
 import pytest
 import urllib3
-
-ServeText = Callable[..., AbstractContextManager[str]]
+from conftest import ServeText
+from sdk_clients import bedrock
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 SCHEMA = {
@@ -52,17 +49,6 @@ scenario "Weather":
             stream by word
             usage 50 in, 9 out
 """
-
-
-def bedrock(url: str, **config: Any) -> Any:
-    return boto3.client(
-        "bedrock-runtime",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=botocore.config.Config(**config) if config else None,
-    )
 
 
 def user(text: str) -> dict[str, Any]:
@@ -257,6 +243,7 @@ scenario "f":
         stream = bedrock(url).converse_stream(modelId=MODEL, messages=[user("hi")])["stream"]
         with pytest.raises(botocore.exceptions.EventStreamError) as err:
             events.extend(stream)
+        stream.close()  # an event stream cut by an error keeps its connection until closed
     assert [e["contentBlockDelta"]["delta"]["text"] for e in events[1:]] == ["one", " two"]
     assert err.value.response["Error"] == {"Code": code, "Message": message.rpartition(": ")[2]}
 
@@ -371,6 +358,7 @@ scenario "f":
         s = bedrock(url).invoke_model_with_response_stream(modelId=MODEL, body=json.dumps(anthropic_body("hi")))
         with pytest.raises(botocore.exceptions.EventStreamError) as err:
             list(s["body"])
+        s["body"].close()
     assert err.value.response["Error"] == {"Code": "modelStreamErrorException", "Message": "boom"}
 
 

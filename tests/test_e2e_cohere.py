@@ -9,8 +9,6 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +16,16 @@ import cohere
 import httpx
 import jsonschema
 import pytest
+from conftest import ServeText
 from provider_cases import WEATHER, ask, limited_then, one_reply, tool_loop
+from sdk_clients import cohere_v2 as client
 
 from mockllm.runtime.embed.embedder import cosine
 
-ServeText = Callable[..., AbstractContextManager[str]]
 MODEL = "command-a-03-2025"
 CALL_ID = re.compile(r"[a-z_]+_[a-z0-9]{12}")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 TOOL_LOOP = tool_loop("cohere", "I will look up the weather in {{city}}.", "usage 30 in, 12 out")
-
-
-def client(url: str, **kw: Any) -> cohere.ClientV2:
-    return cohere.ClientV2(base_url=url, api_key="test-key", **kw)
 
 
 def streamed(url: str, messages: list[Any], **kw: Any) -> list[Any]:
@@ -74,8 +69,9 @@ def test_async_client_streams(serve_text: ServeText) -> None:
     script = one_reply('text "async works"', "stream by word")
 
     async def run(url: str) -> list[Any]:
-        co = cohere.AsyncClientV2(base_url=url, api_key="k")
-        return [e async for e in co.chat_stream(model=MODEL, messages=ask("x"))]
+        async with httpx.AsyncClient(timeout=60) as http:
+            co = cohere.AsyncClientV2(base_url=url, api_key="k", httpx_client=http)
+            return [e async for e in co.chat_stream(model=MODEL, messages=ask("x"))]
 
     with serve_text(script) as url:
         events = asyncio.run(run(url))

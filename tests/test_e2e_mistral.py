@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +16,18 @@ import httpx2
 import jsonschema
 import openai
 import pytest
+from conftest import ServeText
 from mistralai.client import Mistral, errors
 from mistralai.client.utils import BackoffStrategy, RetryConfig
 from provider_cases import WEATHER, ask, limited_then, one_reply, tool_loop
+from sdk_clients import mistral as client
+from sdk_clients import opened
 
 from mockllm.runtime.embed.embedder import cosine
 
-ServeText = Callable[..., AbstractContextManager[str]]
 MODEL = "mistral-small-latest"
 CALL_ID = re.compile(r"[A-Za-z0-9]{9}")
 TOOL_LOOP = tool_loop("mistral", first_usage="usage 40 in, 9 out")
-
-
-def client(url: str, **kw: Any) -> Mistral:
-    return Mistral(server_url=url, api_key="test-key", **kw)
 
 
 def chunks(url: str, messages: list[Any], **kw: Any) -> list[Any]:
@@ -74,8 +70,9 @@ def test_async_stream(serve_text: ServeText) -> None:
     script = one_reply('text "async fine"', "stream by word")
 
     async def run(url: str) -> str:
-        stream = await client(url).chat.stream_async(model=MODEL, messages=ask("x"))
-        return "".join([e.data.choices[0].delta.content or "" async for e in stream])
+        async with client(url) as m:  # closes the async HTTP client the SDK opened
+            stream = await m.chat.stream_async(model=MODEL, messages=ask("x"))
+            return "".join([e.data.choices[0].delta.content or "" async for e in stream])
 
     with serve_text(script) as url:
         assert asyncio.run(run(url)) == "async fine"
@@ -251,7 +248,7 @@ scenario "o":
         forced = openai.OpenAI(base_url=url + "/v1", api_key="k", default_headers={"x-mockllm-provider": "mistral"})
         raw = forced.chat.completions.with_raw_response.create(model=MODEL, messages=ask("x"))
         assert re.fullmatch(r"[0-9a-f]{32}", json.loads(raw.text)["id"])  # Mistral's shape
-        as_openai = client(url, client=httpx2.Client(headers={"x-mockllm-provider": "openai"}))
+        as_openai = client(url, {"x-mockllm-provider": "openai"})
         assert as_openai.chat.complete(model=MODEL, messages=ask("x")).id.startswith("chatcmpl-")
 
 
@@ -332,7 +329,7 @@ def test_cut_stream_raises(serve_text: ServeText) -> None:
 def test_missing_key_is_unauthorized(serve_text: ServeText) -> None:
     with serve_text(TOOL_LOOP) as url:
         with pytest.raises(errors.SDKError) as info:
-            Mistral(server_url=url).chat.complete(model=MODEL, messages=ask("x"))
+            Mistral(server_url=url, client=opened(httpx2.Client())).chat.complete(model=MODEL, messages=ask("x"))
     assert info.value.status_code == 401
 
 

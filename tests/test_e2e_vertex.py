@@ -8,9 +8,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-import uuid
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -18,26 +15,20 @@ import httpx
 import httpx2
 import jsonschema
 import pytest
+import sdk_errors
+from conftest import ServeText
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
-from google.oauth2.credentials import Credentials
+from sdk_clients import conversation, opened
+from sdk_clients import vertex as vertex_client
 
-ServeText = Callable[..., AbstractContextManager[str]]
 MODEL = "gemini-2.5-flash"
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
 def vertex(url: str, api_version: str | None = None, **options: Any) -> genai.Client:
-    headers = {"x-mockllm-conversation": uuid.uuid4().hex}
-    http = types.HttpOptions(base_url=url, headers=headers, api_version=api_version, **options)
-    return genai.Client(
-        vertexai=True,
-        project="my-project",
-        location="us-central1",
-        credentials=Credentials(token="test"),
-        http_options=http,
-    )
+    return vertex_client(url, conversation(), api_version=api_version, **options)
 
 
 def tool_config(*decls: types.FunctionDeclaration) -> types.GenerateContentConfig:
@@ -113,9 +104,9 @@ def test_stream(serve_text: ServeText) -> None:
 def test_async_stream(serve_text: ServeText) -> None:
     async def run(url: str) -> str:
         pieces = []
-        client = vertex(url)
-        async for chunk in await client.aio.models.generate_content_stream(model=MODEL, contents="hello"):
-            pieces.append(chunk.text or "")
+        async with vertex(url).aio as client:
+            async for chunk in await client.models.generate_content_stream(model=MODEL, contents="hello"):
+                pieces.append(chunk.text or "")
         return "".join(pieces)
 
     with serve_text(SCRIPT) as url:
@@ -180,7 +171,7 @@ scenario "flaky":
 
 @pytest.mark.parametrize(("status", "name"), [(500, "INTERNAL"), (503, "UNAVAILABLE")])
 def test_server_errors(serve_text: ServeText, status: int, name: str) -> None:
-    script = f'scenario "e":\n    step a:\n        always\n        reply:\n            error {status} "boom {status}"\n'
+    script = sdk_errors.error_script(status)
     with serve_text(script) as url:
         client = vertex(url)
         with pytest.raises(genai_errors.ServerError) as info:
@@ -222,7 +213,7 @@ def test_auth_as_google_answers(serve_text: ServeText) -> None:
         missing = httpx.post(url + path, json=body)
         assert missing.status_code == 401
         assert missing.json()["error"]["status"] == "UNAUTHENTICATED"
-        express = genai.Client(vertexai=True, api_key="test-key", http_options=types.HttpOptions(base_url=url))
+        express = opened(genai.Client(vertexai=True, api_key="test-key", http_options=types.HttpOptions(base_url=url)))
         assert express.models.generate_content(model=MODEL, contents="hello").text == "Hello from Vertex."
 
 

@@ -23,10 +23,12 @@ import httpx2
 import ollama
 import openai
 import pytest
+import sdk_clients
 from google import genai
 from google.genai import types as gtypes
 from mistralai.client import Mistral
 from mistralai.client import errors as mistral_errors
+from sdk_clients import conversation as conversation_headers
 from sdk_clients import opened
 
 from mockllm.dsl.diagnostics import render
@@ -62,10 +64,6 @@ def url() -> Iterator[str]:
         yield server.url
 
 
-def conversation_headers(conversation: str | None = None) -> dict[str, str]:
-    return {"x-mockllm-conversation": conversation or uuid.uuid4().hex}
-
-
 def openai_client(url: str, conversation: str | None = None, **kw: Any) -> openai.OpenAI:
     return opened(
         openai.OpenAI(base_url=url + "/v1", api_key="test", default_headers=conversation_headers(conversation), **kw)
@@ -88,12 +86,11 @@ def ollama_client(url: str) -> ollama.Client:
 
 
 def cohere_client(url: str, **kw: Any) -> cohere.ClientV2:
-    http = opened(httpx.Client(headers=conversation_headers(), timeout=60))  # the client's way to add headers
-    return cohere.ClientV2(base_url=url, api_key="test", httpx_client=http, **kw)
+    return sdk_clients.cohere_v2(url, conversation_headers(), **kw)
 
 
 def mistral_client(url: str) -> Mistral:
-    return Mistral(server_url=url, api_key="test", client=opened(httpx2.Client(headers=conversation_headers())))
+    return sdk_clients.mistral(url, conversation_headers())
 
 
 def journal(url: str, conversation: str) -> list[dict[str, Any]]:
@@ -887,15 +884,7 @@ def test_echo_fallback_streams_word_by_word(url: str) -> None:
 
 
 def azure_client(url: str, deployment: str | None = None) -> openai.AzureOpenAI:
-    return opened(
-        openai.AzureOpenAI(
-            azure_endpoint=url,
-            azure_deployment=deployment,
-            api_version="2024-10-21",
-            api_key="test",
-            default_headers=conversation_headers(),
-        )
-    )
+    return sdk_clients.azure(url, conversation_headers(), azure_deployment=deployment)
 
 
 def test_azure_deployments_answer_by_deployment(url: str) -> None:
@@ -926,18 +915,7 @@ def test_azure_deployments_filtered_answer(url: str, stream: bool) -> None:
 
 
 def vertex_client(url: str, retry: gtypes.HttpRetryOptions | None = None) -> genai.Client:
-    from google.oauth2.credentials import Credentials
-
-    options = gtypes.HttpOptions(base_url=url, headers=conversation_headers(), retry_options=retry)
-    return opened(
-        genai.Client(
-            vertexai=True,
-            project="test",
-            location="us-central1",
-            credentials=Credentials(token="test"),
-            http_options=options,
-        )
-    )
+    return sdk_clients.vertex(url, conversation_headers(), retry_options=retry)
 
 
 FORECAST = gtypes.FunctionDeclaration(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -279,3 +280,64 @@ def test_python_api_and_pytest_plugin_handle_on_servers_sharing_redis(redis_url:
 
     with pytest.raises(ServerError, match=r"cannot reach Redis at redis://127\.0\.0\.1:1/0"):
         mockllm.serve(state="redis://127.0.0.1:1/0").start()
+
+
+DELIVERIES = """
+scenario "Deliveries":
+    order any
+    step fine:
+        when:
+            last user message contains "fine"
+        reply:
+            text "ok"
+    step down:
+        when:
+            last user message contains "down"
+        reply:
+            error 503 "down"
+    step cut:
+        when:
+            last user message contains "cut"
+        reply:
+            text "one two three"
+            stream by word
+            disconnect after 1 chunks
+    step wait:
+        when:
+            last user message contains "wait"
+        reply:
+            hang
+"""
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["memory", "redis"])
+def test_how_each_answer_went_is_journalled_once_as_in_memory(redis_url: str, shared: bool) -> None:
+    """The status the client received, whether it went away and what happened on the way: the same
+    from a shared Redis as from memory, including the answers that went otherwise than planned."""
+    import mockllm
+
+    expected = [
+        ("fine", 200, False, None),
+        ("down", 503, False, None),
+        ("cut", 200, False, "disconnect after 1 chunks"),
+        ("wait", 0, True, "hang: the client gave up"),
+    ]
+    with mockllm.serve(DELIVERIES, state=redis_url if shared else None) as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0, timeout=2)
+        with client:
+            client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "fine"}])
+            with pytest.raises(openai.InternalServerError):
+                client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "down"}])
+            with pytest.raises(openai.APIError):
+                for _ in client.chat.completions.create(
+                    model="gpt-4o", messages=[{"role": "user", "content": "cut"}], stream=True
+                ):
+                    pass
+            with pytest.raises(openai.APITimeoutError):
+                client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "wait"}])
+        for _ in range(300):  # the server settles a hang once it sees the client leave, a moment later
+            went = [(e.step, e.status, e.client_gone, e.note) for e in server.requests()]
+            if went == expected:
+                break
+            time.sleep(0.1)
+        assert went == expected
