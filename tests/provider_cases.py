@@ -4,6 +4,7 @@ before an answer, faults mid-stream)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 WEATHER: Any = [
@@ -18,30 +19,43 @@ WEATHER: Any = [
 ]
 
 
-def tool_loop(provider: str, plan: str = "", first_usage: str = "usage 30 in, 12 out") -> str:
-    """A two-step weather loop for ``provider``: a call to get_weather for the city the user names
-    (after ``plan`` text, when given), then a streamed answer once the result says "sunny"."""
-    said = f'\n            text "{plan}"' if plan else ""
+CITY_CALL = 'tool call get_weather {"city": "{{city}}"}'
+CELSIUS_CALL = 'tool call get_weather {"city": "{{city}}", "unit": "celsius"}'
+SUNNY = ('text "It is sunny in {{city}}."', "stream by word", "usage 50 in, 6 out")
+SUNNY_BY_MODEL = ('text "Sunny in {{city}}, says {{request.model}}."', "usage 40 in, 7 out")
+
+
+def tool_loop(
+    provider: str | None,
+    ask: Sequence[str] = (CITY_CALL, "usage 30 in, 12 out"),
+    answer: Sequence[str] = SUNNY,
+    *,
+    tools_include: bool = False,
+    result: str = 'contains "sunny"',
+) -> str:
+    """The weather tool loop, for ``provider`` only when named: step ``ask`` captures the city the
+    user names ("weather in CITY", and, with ``tools_include``, when get_weather is offered) and
+    replies with the ``ask`` lines (by default a call to get_weather for the city); step ``answer``,
+    once the get_weather result ``result``, with the ``answer`` lines (by default a streamed "sunny")."""
+    only = f"\n    when:\n        provider is {provider}" if provider else ""
+    offered = '\n            tools include "get_weather"' if tools_include else ""
     return f"""
-scenario "{provider} weather":
-    when:
-        provider is {provider}
+scenario "{provider or "any"} weather":{only}
     step ask:
         when:
-            last user message contains "weather in"
+            last user message contains "weather in"{offered}
         capture city from last user message /weather in (\\w+)/
-        reply:{said}
-            tool call get_weather {{"city": "{{{{city}}}}"}}
-            {first_usage}
+        reply:{_lines(ask)}
 
     step answer:
         when:
-            tool result for "get_weather" contains "sunny"
-        reply:
-            text "It is sunny in {{{{city}}}}."
-            stream by word
-            usage 50 in, 6 out
+            tool result for "get_weather" {result}
+        reply:{_lines(answer)}
 """
+
+
+def _lines(lines: Sequence[str]) -> str:
+    return "".join(f"\n            {line}" for line in lines)
 
 
 def ask(text: str) -> list[Any]:
@@ -50,8 +64,7 @@ def ask(text: str) -> list[Any]:
 
 def one_reply(*lines: str) -> str:
     """A script whose one step answers every request with the reply ``lines``."""
-    body = "".join(f"\n            {line}" for line in lines)
-    return f'\nscenario "s":\n    step a:\n        reply:{body}\n'
+    return f'\nscenario "s":\n    step a:\n        reply:{_lines(lines)}\n'
 
 
 def limited_then(message: str, answer: str, status: int = 429, after: str = "200ms") -> str:

@@ -8,12 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
-import httpx2
 import pytest
 import sdk_errors
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sdk_bridge import adapter_transport
+from sdk_bridge import adapter_client
 
 from mockllm.runtime.providers import anthropic as adapter_module
 from mockllm.runtime.providers.anthropic import AnthropicAdapter
@@ -399,13 +398,8 @@ def test_count_tokens_and_models() -> None:
 def client_for(reply: Callable[[ChatRequest], Rendered]) -> tuple[anthropic.Anthropic, list[ChatRequest]]:
     """An SDK client whose transport runs the adapter on each real SDK request and answers with
     the rendered bytes."""
-    seen: list[ChatRequest] = []
-
-    transport = adapter_transport(ADAPTER, reply, seen)
-    sdk = anthropic.Anthropic(
-        api_key="k", base_url="http://mock", http_client=httpx2.Client(transport=transport), max_retries=0
-    )
-    return sdk, seen
+    http, seen = adapter_client(ADAPTER, reply)
+    return anthropic.Anthropic(api_key="k", base_url="http://mock", http_client=http, max_retries=0), seen
 
 
 def plan_reply(plan: MessagePlan) -> Callable[[ChatRequest], Rendered]:

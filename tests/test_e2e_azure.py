@@ -16,6 +16,7 @@ import openai
 import pytest
 import sdk_errors
 from conftest import ServeText
+from provider_cases import CITY_CALL, SUNNY_BY_MODEL, ask, tool_loop
 from sdk_clients import AZURE_API_VERSION as VERSION
 from sdk_clients import azure as azure_client
 from sdk_clients import conversation, opened
@@ -39,29 +40,9 @@ def azure(url: str, **kw: Any) -> openai.AzureOpenAI:
     return azure_client(url, conversation(), **kw)
 
 
-def ask(text: str) -> Any:
-    return [{"role": "user", "content": text}]
-
-
-SCRIPT = """
-scenario "Azure weather":
-    when:
-        provider is azure
-    step ask:
-        when:
-            last user message contains "weather in"
-            tools include "get_weather"
-        capture city from last user message /weather in (\\w+)/
-        reply:
-            tool call get_weather {"city": "{{city}}"}
-            stream by 3 characters
-    step answer:
-        when:
-            tool result for "get_weather" contains "sunny"
-        reply:
-            text "Sunny in {{city}}, says {{request.model}}."
-            usage 40 in, 7 out
-
+SCRIPT = (
+    tool_loop("azure", [CITY_CALL, "stream by 3 characters"], SUNNY_BY_MODEL, tools_include=True)
+    + """
 scenario "Two at once":
     step both:
         when:
@@ -90,6 +71,7 @@ scenario "Filtered":
             finish content_filter
         always
 """
+)
 
 
 def test_text_usage_and_content_filter_fields(serve_text: ServeText) -> None:

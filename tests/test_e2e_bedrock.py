@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 import urllib3
 from conftest import ServeText
+from provider_cases import CELSIUS_CALL, tool_loop
 from sdk_clients import bedrock
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
@@ -29,26 +30,12 @@ TOOLS: Any = {
 }
 ANTHROPIC_TOOLS: Any = [{"name": "get_weather", "input_schema": SCHEMA}]
 
-SCRIPT = """
-scenario "Weather":
-    step ask:
-        when:
-            last user message contains "weather in"
-            tools include "get_weather"
-        capture city from last user message /weather in (\\w+)/
-        reply:
-            thinking "I should call the tool."
-            tool call get_weather {"city": "{{city}}", "unit": "celsius"}
-            usage 30 in, 12 out
-
-    step answer:
-        when:
-            tool result for "get_weather" contains "sunny"
-        reply:
-            text "It is sunny in {{city}}, says {{request.model}}."
-            stream by word
-            usage 50 in, 9 out
-"""
+SCRIPT = tool_loop(
+    None,
+    ['thinking "I should call the tool."', CELSIUS_CALL, "usage 30 in, 12 out"],
+    ['text "It is sunny in {{city}}, says {{request.model}}."', "stream by word", "usage 50 in, 9 out"],
+    tools_include=True,
+)
 
 
 def user(text: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import httpx
 import jsonschema
 import pytest
 from conftest import ServeText
-from provider_cases import WEATHER, ask, limited_then, one_reply, tool_loop
+from provider_cases import CITY_CALL, SUNNY, WEATHER, ask, limited_then, one_reply, tool_loop
 from sdk_clients import cohere_v2 as client
 
 from mockllm.runtime.embed.embedder import cosine
@@ -25,7 +25,9 @@ from mockllm.runtime.embed.embedder import cosine
 MODEL = "command-a-03-2025"
 CALL_ID = re.compile(r"[a-z_]+_[a-z0-9]{12}")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-TOOL_LOOP = tool_loop("cohere", "I will look up the weather in {{city}}.", "usage 30 in, 12 out")
+TOOL_LOOP = tool_loop(
+    "cohere", ['text "I will look up the weather in {{city}}."', CITY_CALL, "usage 30 in, 12 out"], SUNNY
+)
 
 
 def streamed(url: str, messages: list[Any], **kw: Any) -> list[Any]:

@@ -14,24 +14,14 @@ import pytest
 from conftest import ServeText
 from google import genai
 from google.genai import types
+from provider_cases import CELSIUS_CALL, tool_loop
 
-SCRIPT = """
-scenario "Weather everywhere":
-    step ask:
-        when:
-            last user message contains "weather in"
-            tools include "get_weather"
-        capture city from last user message /weather in (\\w+)/
-        reply:
-            tool call get_weather {"city": "{{city}}", "unit": "celsius"}
-
-    step answer:
-        when:
-            tool result for "get_weather" contains "sunny"
-        reply:
-            text "It is sunny in {{city}}, says {{request.model}}."
-            stream by word
-"""
+SCRIPT = tool_loop(
+    None,
+    [CELSIUS_CALL],
+    ['text "It is sunny in {{city}}, says {{request.model}}."', "stream by word"],
+    tools_include=True,
+)
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}
 ARGS = {"city": "Lima", "unit": "celsius"}

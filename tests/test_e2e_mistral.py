@@ -19,7 +19,7 @@ import pytest
 from conftest import ServeText
 from mistralai.client import Mistral, errors
 from mistralai.client.utils import BackoffStrategy, RetryConfig
-from provider_cases import WEATHER, ask, limited_then, one_reply, tool_loop
+from provider_cases import CITY_CALL, SUNNY, WEATHER, ask, limited_then, one_reply, tool_loop
 from sdk_clients import mistral as client
 from sdk_clients import opened
 
@@ -27,7 +27,7 @@ from mockllm.runtime.embed.embedder import cosine
 
 MODEL = "mistral-small-latest"
 CALL_ID = re.compile(r"[A-Za-z0-9]{9}")
-TOOL_LOOP = tool_loop("mistral", first_usage="usage 40 in, 9 out")
+TOOL_LOOP = tool_loop("mistral", [CITY_CALL, "usage 40 in, 9 out"], SUNNY)
 
 
 def chunks(url: str, messages: list[Any], **kw: Any) -> list[Any]:

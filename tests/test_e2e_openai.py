@@ -16,27 +16,16 @@ import openai
 import pytest
 import sdk_errors
 from conftest import ServeText
+from provider_cases import CELSIUS_CALL, tool_loop
 from sdk_clients import opened
 
-WEATHER = """
-scenario "Weather":
-    step ask:
-        when:
-            last user message contains "weather in"
-            tools include "get_weather"
-        capture city from last user message /weather in (\\w+)/
-        reply:
-            tool call get_weather {"city": "{{city}}", "unit": "celsius"}
-            tool call get_time {"city": "{{city}}"}
-            stream by 1 characters
-
-    step answer:
-        when:
-            tool result for "get_weather" is present
-        reply:
-            text "It is 18°C and sunny in {{city}}."
-            stream 4 chunks
-"""
+WEATHER = tool_loop(
+    None,
+    [CELSIUS_CALL, 'tool call get_time {"city": "{{city}}"}', "stream by 1 characters"],
+    ['text "It is 18°C and sunny in {{city}}."', "stream 4 chunks"],
+    tools_include=True,
+    result="is present",
+)
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},

@@ -20,6 +20,7 @@ from conftest import ServeText
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
+from provider_cases import CITY_CALL, SUNNY_BY_MODEL, tool_loop
 from sdk_clients import conversation, opened
 from sdk_clients import vertex as vertex_client
 
@@ -41,23 +42,9 @@ def tool_config(*decls: types.FunctionDeclaration) -> types.GenerateContentConfi
 GET_WEATHER = types.FunctionDeclaration(name="get_weather", parameters_json_schema=WEATHER)
 GET_TIME = types.FunctionDeclaration(name="get_time", parameters_json_schema={"type": "object"})
 
-SCRIPT = """
-scenario "Vertex weather":
-    when:
-        provider is vertex
-    step ask:
-        when:
-            last user message contains "weather in"
-        capture city from last user message /weather in (\\w+)/
-        reply:
-            tool call get_weather {"city": "{{city}}"}
-    step answer:
-        when:
-            tool result for "get_weather" contains "sunny"
-        reply:
-            text "Sunny in {{city}}, says {{request.model}}."
-            usage 40 in, 7 out
-
+SCRIPT = (
+    tool_loop("vertex", [CITY_CALL], SUNNY_BY_MODEL)
+    + """
 scenario "Two at once":
     step both:
         when:
@@ -76,6 +63,7 @@ scenario "Plain":
             usage 12 in, 4 out
         always
 """
+)
 
 
 @pytest.mark.parametrize("api_version", [None, "v1"], ids=["v1beta1", "v1"])

@@ -13,6 +13,7 @@ import pytest
 import sdk_errors
 from google import genai
 from google.genai import errors, types
+from sdk_bridge import AdapterServer
 from strategies import any_json_test
 
 from mockllm.runtime.providers import gemini
@@ -347,49 +348,24 @@ def test_count_tokens_and_models() -> None:
 # ---- the real google-genai SDK reading these bytes ----
 
 
-class Server:
-    """An httpx.MockTransport handler that runs the adapter as the server would."""
+class Server(AdapterServer):
+    """The adapter as the server runs it, behind Gemini's model routes and model listing."""
 
     def __init__(self, plans: list[MessagePlan] | None = None, error: tuple[int, str] | None = None) -> None:
-        self.plans = list(plans or [])
-        self.error = error
-        self.chats: list[ChatRequest] = []
-        self.mid_stream_error: str | None = None
+        super().__init__(ADAPTER, CTX, httpx, plans, error)
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        path = request.url.path
+    def path_params(self, path: str) -> dict[str, str]:
         found = ROUTE.match(path)
-        if found is None:
-            if path.endswith("/models"):
-                return respond(gemini.models_response(["gemini-2.5-flash"], CTX))
-            return respond(ADAPTER.render_error(404, f"no route {path}", CTX))
-        req = HttpRequest(
-            request.method, path, dict(request.url.params), dict(request.headers), request.content, found.groupdict()
-        )
-        try:
-            if (auth := ADAPTER.check_auth(req)) is not None:
-                raise auth
-            if found["method"] == "countTokens":
-                return respond(gemini.count_tokens(req, CTX))
-            chat = ADAPTER.parse(req)
-            ADAPTER.validate_history(chat)
-        except ProviderError as e:
-            return respond(ADAPTER.render_error(e.status, e.message, CTX, e.code))
-        self.chats.append(chat)
-        if self.error is not None:
-            return respond(ADAPTER.render_error(self.error[0], self.error[1], CTX))
-        rendered = ADAPTER.render(self.plans.pop(0), chat, CTX)
-        if self.mid_stream_error is not None and rendered.frames is not None:
-            frames = [rendered.frames[0].data, ADAPTER.stream_error_frame(self.mid_stream_error, CTX)]
-            return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(frames))
-        return respond(rendered)
+        return found.groupdict() if found is not None else {}
 
-
-def respond(rendered: Rendered) -> httpx.Response:
-    headers = [("content-type", rendered.media_type), *rendered.headers]
-    if rendered.frames is not None:
-        return httpx.Response(rendered.status, headers=headers, content=iter([f.data for f in rendered.frames]))
-    return httpx.Response(rendered.status, headers=headers, content=rendered.body)
+    def other(self, req: HttpRequest) -> Rendered | None:
+        if not req.path_params:
+            if req.path.endswith("/models"):
+                return gemini.models_response(["gemini-2.5-flash"], CTX)
+            return ADAPTER.render_error(404, f"no route {req.path}", CTX)
+        if req.path_params["method"] == "countTokens":
+            return gemini.count_tokens(req, CTX)
+        return None
 
 
 def sdk(server: Server, api_version: str | None = None) -> genai.Client:

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import ollama
 import pytest
+from sdk_bridge import AdapterServer
 from strategies import any_json_test
 
 from mockllm.runtime.providers import ollama as ollama_adapter
@@ -211,40 +212,18 @@ def test_errors_and_helpers() -> None:
 # ---- the real ollama client reading these bytes ----
 
 
-class Server:
+class Server(AdapterServer):
+    """The adapter as the server runs it, beside Ollama's tags and version routes."""
+
     def __init__(self, plans: list[MessagePlan] | None = None, error: tuple[int, str] | None = None) -> None:
-        self.plans = list(plans or [])
-        self.error = error
-        self.chats: list[ChatRequest] = []
-        self.mid_stream_error: str | None = None
+        super().__init__(ADAPTER, CTX, httpx, plans, error)
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        path = request.url.path
-        if path == "/api/tags":
-            return respond(ollama_adapter.tags_response(["llama3.2"], CTX))
-        if path == "/api/version":
-            return respond(ollama_adapter.version_response(CTX))
-        req = HttpRequest(request.method, path, dict(request.url.params), dict(request.headers), request.content)
-        try:
-            chat = ADAPTER.parse(req)
-            ADAPTER.validate_history(chat)
-        except ProviderError as e:
-            return respond(ADAPTER.render_error(e.status, e.message, CTX, e.code))
-        self.chats.append(chat)
-        if self.error is not None:
-            return respond(ADAPTER.render_error(self.error[0], self.error[1], CTX))
-        rendered = ADAPTER.render(self.plans.pop(0), chat, CTX)
-        if self.mid_stream_error is not None and rendered.frames is not None:
-            frames = [rendered.frames[0].data, ADAPTER.stream_error_frame(self.mid_stream_error, CTX)]
-            return httpx.Response(200, headers={"content-type": rendered.media_type}, content=iter(frames))
-        return respond(rendered)
-
-
-def respond(rendered: Rendered) -> httpx.Response:
-    headers = [("content-type", rendered.media_type), *rendered.headers]
-    if rendered.frames is not None:
-        return httpx.Response(rendered.status, headers=headers, content=iter([f.data for f in rendered.frames]))
-    return httpx.Response(rendered.status, headers=headers, content=rendered.body)
+    def other(self, req: HttpRequest) -> Rendered | None:
+        if req.path == "/api/tags":
+            return ollama_adapter.tags_response(["llama3.2"], CTX)
+        if req.path == "/api/version":
+            return ollama_adapter.version_response(CTX)
+        return None
 
 
 def sdk(server: Server) -> ollama.Client:

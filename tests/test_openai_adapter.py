@@ -7,13 +7,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import httpx2
 import openai
 import pytest
 import sdk_errors
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sdk_bridge import adapter_transport
+from sdk_bridge import adapter_client
 
 from mockllm.runtime.providers import openai_chat
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
@@ -347,13 +346,8 @@ def test_models_responses() -> None:
 def client_for(reply: Callable[[ChatRequest], Rendered]) -> tuple[openai.OpenAI, list[ChatRequest]]:
     """An SDK client whose transport runs the adapter on each real SDK request and answers with
     the rendered bytes."""
-    seen: list[ChatRequest] = []
-
-    transport = adapter_transport(ADAPTER, reply, seen)
-    sdk = openai.OpenAI(
-        api_key="k", base_url="http://mock/v1", http_client=httpx2.Client(transport=transport), max_retries=0
-    )
-    return sdk, seen
+    http, seen = adapter_client(ADAPTER, reply)
+    return openai.OpenAI(api_key="k", base_url="http://mock/v1", http_client=http, max_retries=0), seen
 
 
 def plan_reply(plan: MessagePlan) -> Callable[[ChatRequest], Rendered]:

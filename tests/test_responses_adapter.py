@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
 import openai
 import pytest
 import sdk_errors
+from sdk_bridge import AdapterServer
 from strategies import any_json_test
 
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
@@ -333,43 +334,13 @@ def test_render_error_and_stream_error_frame() -> None:
 # ---- the real openai SDK reading these bytes ----
 
 
-class Server:
-    """A handler for httpx2.MockTransport that runs the adapter like the server would."""
+class Server(AdapterServer):
+    """The adapter as the server runs it; a stream cut by an error gets five frames first."""
+
+    frames_before_error = 5
 
     def __init__(self, plans: list[MessagePlan] | None = None, error: tuple[int, str] | None = None) -> None:
-        self.plans = list(plans or [])
-        self.error = error
-        self.chats: list[ChatRequest] = []
-        self.mid_stream_error: str | None = None
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        req = HttpRequest(
-            request.method, request.url.path, dict(request.url.params), dict(request.headers), request.content
-        )
-        try:
-            if (auth := ADAPTER.check_auth(req)) is not None:
-                raise auth
-            chat = ADAPTER.parse(req)
-            ADAPTER.validate_history(chat)
-        except ProviderError as e:
-            return respond(ADAPTER.render_error(e.status, e.message, CTX, e.code))
-        self.chats.append(chat)
-        if self.error is not None:
-            return respond(ADAPTER.render_error(self.error[0], self.error[1], CTX))
-        rendered = ADAPTER.render(self.plans.pop(0), chat, CTX)
-        if self.mid_stream_error is not None and rendered.frames is not None:
-            frames = [f.data for f in rendered.frames[:5]] + [ADAPTER.stream_error_frame(self.mid_stream_error, CTX)]
-            rendered = Rendered(200, rendered.media_type, rendered.headers, frames=())
-            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=iter(frames))
-        return respond(rendered)
-
-
-def respond(rendered: Rendered) -> httpx2.Response:
-    headers = [("content-type", rendered.media_type), *rendered.headers]
-    if rendered.frames is not None:
-        frames: Iterator[bytes] = (f.data for f in rendered.frames)
-        return httpx2.Response(rendered.status, headers=headers, content=frames)
-    return httpx2.Response(rendered.status, headers=headers, content=rendered.body)
+        super().__init__(ADAPTER, CTX, httpx2, plans, error)
 
 
 def sdk(server: Server, headers: dict[str, str] | None = None) -> openai.OpenAI:
