@@ -21,15 +21,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib
 import json
 import logging
-import signal
 import socket
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from mockllm.server import runner
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_REPLY = HERE / "scenarios" / "reply.json"
@@ -150,123 +150,29 @@ def create_app(reply: dict[str, Any], stream: Sequence[Event], timed: Sequence[E
 
 
 # ------------------------------------------------------------------------------------------------
-# Serving, with the settings `mockllm serve` uses (its own functions when they can be imported)
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    try:
-        runner = importlib.import_module("mockllm.server.runner")
-        sock: socket.socket = runner.bind_socket(host, port)
-        return sock
-    except (ImportError, AttributeError):
-        pass
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.setblocking(False)
-    return sock
-
-
-async def _serve_hypercorn(app: Starlette, sock: socket.socket, trigger: Callable[[], Awaitable[None]]) -> None:
-    try:
-        runner = importlib.import_module("mockllm.server.runner")
-        await runner.serve_hypercorn(app, sock, trigger)
-        return
-    except (ImportError, AttributeError):
-        pass
-    from hypercorn.asyncio.run import worker_serve
-    from hypercorn.config import Config, Sockets
-    from hypercorn.utils import wrap_app
-
-    config = Config()
-    config.graceful_timeout = 1.0
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")
-    config.keep_alive_timeout = 75.0
-    sockets = Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[])
-    asgi: Any = app
-    await worker_serve(
-        wrap_app(asgi, config.wsgi_max_body_size, "asgi"), config, sockets=sockets, shutdown_trigger=trigger
-    )
+# Serving, through `mockllm serve`'s own functions: the same server settings and event loop
 
 
 def serve(app: Starlette, sock: socket.socket, server: str, loop: str | None = None) -> int:
-    """Serve ``app`` as `mockllm serve` does: through mockllm's own runner functions (the same server
-    settings and event loop), falling back to equivalent settings when they cannot be imported."""
-    try:
-        runner = importlib.import_module("mockllm.server.runner")
-    except ImportError:
-        runner = None
-    if runner is not None and hasattr(runner, "default_loop"):
-        chosen = loop or runner.default_loop(server)
-    else:
-        chosen = loop or ("uvloop" if server in ("uvicorn", "granian") else "asyncio")
-    factory: Callable[[], asyncio.AbstractEventLoop] | None = None
-    if chosen == "uvloop":
-        try:
-            factory = importlib.import_module("uvloop").new_event_loop
-        except ImportError:
-            print("baseline: uvloop is not installed", file=sys.stderr)
-            return 2
-    if server == "uvicorn":
-        try:
-            importlib.import_module("uvicorn")
-            importlib.import_module("httptools")
-        except ImportError:
-            print("baseline: uvicorn with uvloop and httptools is not installed", file=sys.stderr)
-            return 2
-    if server == "granian" and (runner is None or not hasattr(runner, "serve_granian")):
-        print("baseline: --server granian needs mockllm's runner (serve_granian)", file=sys.stderr)
+    """Serve ``app`` as `mockllm serve` does: mockllm's runner functions for ``server``, on the event
+    loop it would choose (or ``loop``)."""
+    missing = runner.server_missing(server)
+    if missing is not None:
+        print(f"baseline: {missing}", file=sys.stderr)
         return 2
+    try:
+        factory = runner.loop_factory(loop or runner.default_loop(server))
+    except ImportError:
+        print("baseline: uvloop is not installed", file=sys.stderr)
+        return 2
+    serving = {"granian": runner.serve_granian, "uvicorn": runner.serve_uvicorn}.get(server, runner.serve_hypercorn)
 
     async def main() -> None:
-        running = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                running.add_signal_handler(sig, stop.set)
-
-        async def trigger() -> None:
-            await stop.wait()
-
-        if server == "granian" and runner is not None:
-            await runner.serve_granian(app, sock, trigger)
-        elif server == "uvicorn":
-            if runner is not None and hasattr(runner, "serve_uvicorn"):
-                await runner.serve_uvicorn(app, sock, trigger)
-            else:
-                await _serve_uvicorn(app, sock, trigger)
-        else:
-            await _serve_hypercorn(app, sock, trigger)
+        await serving(app, sock, runner.stop_on_signals().wait)
 
     with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=factory) as run:
         run.run(main())
     return 0
-
-
-async def _serve_uvicorn(app: Starlette, sock: socket.socket, trigger: Callable[[], Awaitable[None]]) -> None:
-    uvicorn = importlib.import_module("uvicorn")
-    config = uvicorn.Config(
-        app,
-        http="httptools",
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=1,
-        timeout_keep_alive=75,
-    )
-    server = uvicorn.Server(config)
-
-    async def stop() -> None:
-        await trigger()
-        server.should_exit = True
-
-    watcher = asyncio.ensure_future(stop())
-    try:
-        await server.serve(sockets=[sock])
-    finally:
-        watcher.cancel()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -289,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     app = create_app(reply, stream, timed)
     try:
-        sock = bind_socket(args.host, args.port)
+        sock = runner.bind_socket(args.host, args.port)
     except OSError as exc:
         print(f"baseline: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1

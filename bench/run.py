@@ -580,15 +580,20 @@ PEER_TARGET_RATIO = 1.0
 PEER_TARGET = f"> {PEER_TARGET_RATIO:g}× (ahead, not level), mockllm's fastest server option"
 
 
-def load_aimock_module() -> Any:
-    """bench/aimock.py (by path, so this file works as a script and as a module)."""
-    spec = importlib.util.spec_from_file_location("mockllm_bench_aimock", AIMOCK)
+def load_bench_module(name: str, path: Path) -> Any:
+    """The module at ``path`` (by path, so this file works as a script and as a module)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise ImportError(str(AIMOCK))
+        raise ImportError(str(path))
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def load_aimock_module() -> Any:
+    """bench/aimock.py."""
+    return load_bench_module("mockllm_bench_aimock", AIMOCK)
 
 
 PEER_NOTE = "aimock peer comparison: not run."
@@ -706,11 +711,7 @@ def redis_rows(mode: Mode, place: Placement, workdir: Path) -> list[Row]:
     if "--state" not in usage.stdout or not REDIS_STATE.exists():
         return [Row("9", what, "—", target, "not available yet: `mockllm serve --state` is not in this version")]
     try:
-        spec = importlib.util.spec_from_file_location("mockllm_bench_redis_state", REDIS_STATE)
-        if spec is None or spec.loader is None:
-            raise ImportError(str(REDIS_STATE))
-        redis_state = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(redis_state)
+        redis_state = load_bench_module("mockllm_bench_redis_state", REDIS_STATE)
     except Exception as exc:  # the redis client is missing, or the module is broken: say so
         return [Row("9", what, "—", target, f"skipped: {one_line(f'{type(exc).__name__}: {exc}')}")]
     fastest = [k for k in ("granian", "uvicorn") if kind_missing(k) is None][:1]
@@ -771,29 +772,22 @@ def library_text(steps: int, layout: str) -> str:
     """``steps`` steps matching "question 0" … "question N-1": one `order any` scenario holding them
     all (layout ``steps``), or one single-step scenario each (layout ``scenarios``)."""
     lines = ["mockllm 1", ""]
-    if layout == "steps":
+    one_scenario = layout == "steps"
+    if one_scenario:
         lines += ['scenario "many steps":', "    order any", ""]
-        for i in range(steps):
-            lines += [
-                f"    step s{i}:",
-                "        when:",
-                f'            last user message is "question {i}"',
-                "        reply:",
-                f'            text "answer {i}"',
-                "        always",
-            ]
-    else:
-        for i in range(steps):
-            lines += [
-                f'scenario "scenario {i}":',
-                f"    step s{i}:",
-                "        when:",
-                f'            last user message is "question {i}"',
-                "        reply:",
-                f'            text "answer {i}"',
-                "        always",
-                "",
-            ]
+    for i in range(steps):
+        if not one_scenario:
+            lines.append(f'scenario "scenario {i}":')
+        lines += [
+            f"    step s{i}:",
+            "        when:",
+            f'            last user message is "question {i}"',
+            "        reply:",
+            f'            text "answer {i}"',
+            "        always",
+        ]
+        if not one_scenario:
+            lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -978,12 +972,7 @@ def memory_row(mode: Mode, place: Placement) -> Row:
 def generate_check_library(root: Path, lines: int) -> tuple[list[Path], str]:
     """The library `bench/bench_check.py` generates (its ``generate``), else a plain one of ours."""
     try:
-        spec = importlib.util.spec_from_file_location("bench_check", BENCH_CHECK)
-        if spec is None or spec.loader is None:
-            raise ImportError(str(BENCH_CHECK))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        files: list[Path] = module.generate(root, lines)
+        files: list[Path] = load_bench_module("bench_check", BENCH_CHECK).generate(root, lines)
         return files, "the library bench/bench_check.py generates"
     except Exception:
         text = library_text(max(1, lines // 8), "scenarios")

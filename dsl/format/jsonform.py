@@ -596,37 +596,9 @@ class _Locations:
         text = self.text
         ch = text[i]
         if ch == "{":
-            start = i
-            i = self._skip(i + 1)
-            if text[i] == "}":
-                self.values[path] = (start, i + 1)
-                return i + 1
-            while True:
-                key, end = self._string(i)
-                sub = _join(path, key)
-                self.keys[sub] = (i, end)
-                i = self._skip(self._skip(end) + 1)  # past ':'
-                i = self._skip(self._value(i, sub))
-                if text[i] == ",":
-                    i = self._skip(i + 1)
-                    continue
-                self.values[path] = (start, i + 1)
-                return i + 1
+            return self._container(i, path, "}", self._member)
         if ch == "[":
-            start = i
-            i = self._skip(i + 1)
-            index = 0
-            if text[i] == "]":
-                self.values[path] = (start, i + 1)
-                return i + 1
-            while True:
-                i = self._skip(self._value(i, _join(path, index)))
-                index += 1
-                if text[i] == ",":
-                    i = self._skip(i + 1)
-                    continue
-                self.values[path] = (start, i + 1)
-                return i + 1
+            return self._container(i, path, "]", self._element)
         if ch == '"':
             _, end = self._string(i)
         else:
@@ -636,6 +608,31 @@ class _Locations:
             end = m.end()
         self.values[path] = (i, end)
         return end
+
+    def _container(self, start: int, path: str, close: str, item: Callable[[int, str, int], int]) -> int:
+        """Past the object or array at ``start``: ``item(i, path, index)`` reads each of its items and
+        answers where that item ends."""
+        text = self.text
+        i = self._skip(start + 1)
+        index = 0
+        if text[i] != close:
+            while True:
+                i = self._skip(item(i, path, index))
+                index += 1
+                if text[i] != ",":
+                    break
+                i = self._skip(i + 1)
+        self.values[path] = (start, i + 1)
+        return i + 1
+
+    def _member(self, i: int, path: str, _index: int) -> int:
+        key, end = self._string(i)
+        sub = _join(path, key)
+        self.keys[sub] = (i, end)
+        return self._value(self._skip(self._skip(end) + 1), sub)  # past ':'
+
+    def _element(self, i: int, path: str, index: int) -> int:
+        return self._value(i, _join(path, index))
 
     def _string(self, i: int) -> tuple[str, int]:
         m = self._STRING.match(self.text, i)

@@ -451,51 +451,30 @@ def _assemble(items: list[TopItem], text: str, file: str) -> tuple[ScriptFile, l
     replies: list[NamedReply] = []
     scenarios: list[Scenario] = []
     first_line = _first_statement_line(text)
+
+    def syntax(message: str, span: Span, hint: str) -> None:
+        diagnostics.append(d.error("syntax", message, span, hint))
+
     for item in items:
         if isinstance(item, VersionLine):
             if version is not None:
-                diagnostics.append(
-                    d.error(
-                        "syntax",
-                        "the version line is given twice",
-                        item.span,
-                        f"keep only the first (line {version.span.line})",
-                    )
-                )
+                syntax("the version line is given twice", item.span, f"keep only the first (line {version.span.line})")
                 continue
             version = item
             if item.span.line != first_line:
-                diagnostics.append(
-                    d.error(
-                        "syntax",
-                        "`mockllm N` must be the first statement of the file",
-                        item.span,
-                        "move it to the top, above every other statement",
-                    )
-                )
+                hint = "move it to the top, above every other statement"
+                syntax("`mockllm N` must be the first statement of the file", item.span, hint)
             if item.number not in LANGUAGE_VERSIONS:
-                diagnostics.append(
-                    d.error(
-                        "syntax",
-                        f"unsupported language version {item.number}",
-                        item.number_span,
-                        "this mockllm reads version 1: write `mockllm 1`",
-                    )
-                )
+                hint = "this mockllm reads version 1: write `mockllm 1`"
+                syntax(f"unsupported language version {item.number}", item.number_span, hint)
         elif isinstance(item, Use):
             uses.append(item)
         elif isinstance(item, NamedReply):
             replies.append(item)
         elif isinstance(item, Defaults):
             if defaults is not None:
-                diagnostics.append(
-                    d.error(
-                        "syntax",
-                        "a file has one `defaults:` block; this is a second one",
-                        item.span,
-                        f"merge it into the first (line {defaults.span.line})",
-                    )
-                )
+                hint = f"merge it into the first (line {defaults.span.line})"
+                syntax("a file has one `defaults:` block; this is a second one", item.span, hint)
                 continue
             defaults = item
         else:

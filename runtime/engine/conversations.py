@@ -12,7 +12,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -158,15 +158,23 @@ class Conversation:
         self.states[machine] = state
 
 
-class ConversationTable:
-    """Conversations by key, least recently used first; thread-safe."""
+V = TypeVar("V")
+
+
+class _Bounded(Generic[V]):
+    """Values by key, least recently used first: at most ``max_count`` of them, each forgotten once
+    ``idle_seconds`` have passed since :meth:`_used` (callers hold ``_lock``); thread-safe."""
 
     def __init__(self, clock: Clock, max_count: int, idle_seconds: float) -> None:
         self._clock = clock
         self._max = max(1, max_count)
         self._idle = idle_seconds
         self._lock = threading.Lock()
-        self._table: OrderedDict[str, Conversation] = OrderedDict()
+        self._table: OrderedDict[str, V] = OrderedDict()
+
+    def _used(self, value: V) -> float:
+        """When ``value`` was last used (the clock's monotonic time)."""
+        raise NotImplementedError
 
     def __len__(self) -> int:
         return len(self._table)
@@ -174,9 +182,27 @@ class ConversationTable:
     def _evict_idle(self, now: float) -> None:
         while self._table:
             oldest = next(iter(self._table.values()))
-            if now - oldest.last_used <= self._idle:
+            if now - self._used(oldest) <= self._idle:
                 break
             self._table.popitem(last=False)
+
+    def _put(self, key: str, value: V) -> None:
+        """``value`` as the newest, the oldest dropped past the bound."""
+        self._table[key] = value
+        self._table.move_to_end(key)
+        while len(self._table) > self._max:
+            self._table.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._table.clear()
+
+
+class ConversationTable(_Bounded[Conversation]):
+    """Conversations by key, least recently used first; thread-safe."""
+
+    def _used(self, value: Conversation) -> float:
+        return value.last_used
 
     def get(self, key: str) -> Conversation:
         """The conversation named ``key``, created if new, marked as just used."""
@@ -186,9 +212,7 @@ class ConversationTable:
             conv = self._table.get(key)
             if conv is None:
                 conv = Conversation(key, now)
-                self._table[key] = conv
-                while len(self._table) > self._max:
-                    self._table.popitem(last=False)
+                self._put(key, conv)
             else:
                 conv.last_used = now
                 self._table.move_to_end(key)
@@ -203,10 +227,6 @@ class ConversationTable:
     def drop(self, key: str) -> None:
         with self._lock:
             self._table.pop(key, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._table.clear()
 
     def snapshot(self) -> list[Conversation]:
         with self._lock:
@@ -226,34 +246,22 @@ class StoredResponse:
     tools: tuple[Tool, ...] = ()
 
 
-class ResponseStore:
+class ResponseStore(_Bounded[StoredResponse]):
     """What the server answered on the Responses API, by response id, for ``previous_response_id``; and
     on Anthropic message threads, by message id, for ``thread.previous_message_id``.
     Bounded like the conversation table."""
 
-    def __init__(self, clock: Clock, max_count: int, idle_seconds: float) -> None:
-        self._clock = clock
-        self._max = max(1, max_count)
-        self._idle = idle_seconds
-        self._lock = threading.Lock()
-        self._table: OrderedDict[str, StoredResponse] = OrderedDict()
+    def _used(self, value: StoredResponse) -> float:
+        return value.stored_at
 
     def keep(self, response_id: str, stored: StoredResponse) -> None:
         with self._lock:
-            self._table[response_id] = stored
-            self._table.move_to_end(response_id)
-            while len(self._table) > self._max:
-                self._table.popitem(last=False)
+            self._put(response_id, stored)
 
     def get(self, response_id: str) -> StoredResponse | None:
         """The stored response, trying the id as given and without a provider prefix (``resp_…``)."""
-        now = self._clock.monotonic()
         with self._lock:
-            while self._table:
-                oldest = next(iter(self._table.values()))
-                if now - oldest.stored_at <= self._idle:
-                    break
-                self._table.popitem(last=False)
+            self._evict_idle(self._clock.monotonic())
             found = self._table.get(response_id)
             if found is None and "_" in response_id:
                 found = self._table.get(response_id.split("_", 1)[1])
@@ -263,10 +271,3 @@ class ResponseStore:
         with self._lock:
             for rid in [k for k, v in self._table.items() if v.conversation == conversation]:
                 del self._table[rid]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._table.clear()
-
-    def __len__(self) -> int:
-        return len(self._table)

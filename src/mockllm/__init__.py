@@ -29,7 +29,6 @@ from mockllm.api import (
     serve,
 )
 from mockllm.builder import (
-    BuilderError,
     ConditionBuilder,
     ScenarioBuilder,
     ScriptBuilder,
@@ -83,7 +82,7 @@ from mockllm.builder import (
     vectors_from,
 )
 from mockllm.dsl.diagnostics import Diagnostic
-from mockllm.errors import DiagnosticsError, MockllmError
+from mockllm.errors import BuilderError, DiagnosticsError, MockllmError
 from mockllm.runtime.engine.conversations import ConversationRecord, MachineRecord
 from mockllm.runtime.engine.journal import JournalEntry
 from mockllm.runtime.engine.outcome import NoMatchReport
