@@ -67,15 +67,16 @@ def one_reply(*lines: str) -> str:
     return f'\nscenario "s":\n    step a:\n        reply:{_lines(lines)}\n'
 
 
-def limited_then(message: str, answer: str, status: int = 429, after: str = "200ms") -> str:
-    """Two errors ``status`` with ``message`` (``retry after`` ``after``), then ``answer``."""
+def limited_then(message: str, answer: str, status: int = 429, after: str | None = "200ms", *, times: int = 2) -> str:
+    """``times`` errors ``status`` with ``message`` (``retry after`` ``after``, when given), then
+    ``answer``."""
+    repeat = f"\n        repeat {times}" if times != 1 else ""
+    retry = f"\n            retry after {after}" if after else ""
     return f"""
 scenario "s":
-    step limited:
-        repeat 2
+    step limited:{repeat}
         reply:
-            error {status} "{message}"
-            retry after {after}
+            error {status} "{message}"{retry}
     step ok:
         reply:
             text "{answer}"

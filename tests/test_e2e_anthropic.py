@@ -9,7 +9,7 @@ import anthropic
 import pytest
 import sdk_errors
 from conftest import ServeText
-from provider_cases import TWO_AT_ONCE, limited_then
+from provider_cases import TWO_AT_ONCE, limited_then, one_reply
 from sdk_clients import opened
 
 SCRIPT = """
@@ -83,16 +83,7 @@ def test_error_status_maps_to_sdk_exception(serve_text: ServeText, status: int, 
 
 
 def test_retry_through_overloaded(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step busy:
-        reply:
-            error 529 "Overloaded"
-            retry after 200ms
-    step ok:
-        reply:
-            text "done"
-"""
+    script = limited_then("Overloaded", "done", 529, after="200ms", times=1)
     with serve_text(script) as url:
         started = time.monotonic()
         out = client(url).messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
@@ -102,13 +93,7 @@ scenario "s":
 
 
 def test_in_band_stream_error(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three four"
-            stream error "Overloaded" after 2 chunks
-"""
+    script = one_reply('text "one two three four"', 'stream error "Overloaded" after 2 chunks')
     with serve_text(script) as url:
         with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
             with client(url, max_retries=0).messages.stream(

@@ -16,7 +16,7 @@ import openai
 import pytest
 import sdk_errors
 from conftest import ServeText
-from provider_cases import CITY_CALL, SUNNY_BY_MODEL, ask, tool_loop
+from provider_cases import CITY_CALL, SUNNY_BY_MODEL, ask, limited_then, tool_loop
 from sdk_clients import AZURE_API_VERSION as VERSION
 from sdk_clients import azure as azure_client
 from sdk_clients import conversation, opened
@@ -200,17 +200,9 @@ def test_finish_content_filter_marks_the_answer_filtered(serve_text: ServeText) 
 
 
 def test_retries_through_429_honouring_retry_after(serve_text: ServeText) -> None:
-    script = """
-scenario "flaky":
-    step limited:
-        repeat 2
-        reply:
-            error 429 "Requests to the ChatCompletions_Create Operation have exceeded the rate limit."
-            retry after 300ms
-    step ok:
-        reply:
-            text "finally"
-"""
+    script = limited_then(
+        "Requests to the ChatCompletions_Create Operation have exceeded the rate limit.", "finally", after="300ms"
+    )
     with serve_text(script) as url:
         started = time.monotonic()
         out = azure(url).chat.completions.create(model="dep", messages=ask("x"))
@@ -246,16 +238,7 @@ def test_errors_in_azures_shape(serve_text: ServeText, status: int, exc: type[Ex
 
 
 def test_retries_through_a_5xx(serve_text: ServeText) -> None:
-    script = """
-scenario "flaky":
-    step down:
-        reply:
-            error 503 "The service is temporarily unavailable."
-            retry after 10ms
-    step up:
-        reply:
-            text "back"
-"""
+    script = limited_then("The service is temporarily unavailable.", "back", 503, after="10ms", times=1)
     with serve_text(script) as url:
         assert azure(url).chat.completions.create(model="dep", messages=ask("x")).choices[0].message.content == "back"
 

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import urllib3
 from conftest import ServeText
-from provider_cases import CELSIUS_CALL, tool_loop
+from provider_cases import CELSIUS_CALL, limited_then, one_reply, tool_loop
 from sdk_clients import bedrock
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
@@ -162,16 +162,7 @@ scenario "p":
 
 def test_throttling_is_retried_by_boto3(serve_text: ServeText) -> None:
     """A 429 is a ThrottlingException, which boto3 retries (legacy mode: up to 4 retries) by itself."""
-    script = """
-scenario "flaky":
-    step throttled:
-        repeat 1
-        reply:
-            error 429 "Too many requests, please wait before trying again."
-    step ok:
-        reply:
-            text "finally"
-"""
+    script = limited_then("Too many requests, please wait before trying again.", "finally", after=None, times=1)
     with serve_text(script) as url:
         r = bedrock(url).converse(modelId=MODEL, messages=[user("hi")])
     assert r["output"]["message"]["content"] == [{"text": "finally"}]
@@ -334,13 +325,7 @@ def test_invoke_model_refuses_other_bodies(serve_text: ServeText) -> None:
 
 
 def test_invoke_stream_fault(serve_text: ServeText) -> None:
-    script = """
-scenario "f":
-    step a:
-        reply:
-            text "a b c d"
-            stream error "boom" after 1 chunks
-"""
+    script = one_reply('text "a b c d"', 'stream error "boom" after 1 chunks')
     with serve_text(script) as url:
         s = bedrock(url).invoke_model_with_response_stream(modelId=MODEL, body=json.dumps(anthropic_body("hi")))
         with pytest.raises(botocore.exceptions.EventStreamError) as err:
@@ -444,13 +429,7 @@ def test_arn_model_ids_arrive_decoded(serve_text: ServeText) -> None:
 
 
 def test_disconnect_mid_stream(serve_text: ServeText) -> None:
-    script = """
-scenario "d":
-    step a:
-        reply:
-            text "one two three four"
-            disconnect after 2 chunks
-"""
+    script = one_reply('text "one two three four"', "disconnect after 2 chunks")
     with serve_text(script) as url:
         texts: list[str] = []
         stream = bedrock(url).converse_stream(modelId=MODEL, messages=[user("hi")])["stream"]

@@ -212,7 +212,9 @@ def test_tool_result_for_an_unknown_call_is_a_bad_request(serve_text: ServeText)
 
 
 def test_rate_limit_is_retried_by_the_sdk(serve_text: ServeText) -> None:
-    script = limited_then("You are using a Trial key, which is limited to 10 API calls / minute.", "Third time lucky.")
+    script = limited_then(
+        "You are using a Trial key, which is limited to 10 API calls / minute.", "Third time lucky.", after="200ms"
+    )
     with serve_text(script) as url:
         started = time.monotonic()
         out = client(url).chat(model=MODEL, messages=ask("x"))  # max_retries defaults to 2
@@ -222,13 +224,7 @@ def test_rate_limit_is_retried_by_the_sdk(serve_text: ServeText) -> None:
 
 
 def test_rate_limit_without_retries_raises_too_many_requests(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step limited:
-        reply:
-            error 429 "slow down"
-            retry after 2s
-"""
+    script = one_reply('error 429 "slow down"', "retry after 2s")
     with serve_text(script) as url:
         with pytest.raises(cohere.TooManyRequestsError) as info:
             client(url, max_retries=0).chat(model=MODEL, messages=ask("x"))

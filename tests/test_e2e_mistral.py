@@ -267,13 +267,7 @@ def test_rate_limit_is_retried_with_a_retry_config(serve_text: ServeText) -> Non
 
 
 def test_rate_limit_without_a_retry_config_raises(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step limited:
-        reply:
-            error 429 "Requests rate limit exceeded"
-            retry after 1s
-"""
+    script = one_reply('error 429 "Requests rate limit exceeded"', "retry after 1s")
     with serve_text(script) as url:
         with pytest.raises(errors.SDKError) as info:
             client(url).chat.complete(model=MODEL, messages=ask("x"))  # the SDK does not retry by default

@@ -16,7 +16,7 @@ import openai
 import pytest
 import sdk_errors
 from conftest import ServeText
-from provider_cases import CELSIUS_CALL, tool_loop
+from provider_cases import CELSIUS_CALL, limited_then, one_reply, tool_loop
 from sdk_clients import opened
 
 WEATHER = tool_loop(
@@ -120,17 +120,7 @@ def test_fifty_parallel_conversations_no_cross_talk(serve_text: ServeText) -> No
 def test_retries_through_429_honouring_retry_after(serve_text: ServeText) -> None:
     """Two 429s with retry-after 300ms, then the answer: the SDK's default retries get through, and
     it waited for retry-after each time."""
-    script = """
-scenario "flaky":
-    step limited:
-        repeat 2
-        reply:
-            error 429 "Rate limit reached"
-            retry after 300ms
-    step ok:
-        reply:
-            text "finally"
-"""
+    script = limited_then("Rate limit reached", "finally", after="300ms")
     with serve_text(script) as url:
         started = time.monotonic()
         out = client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
@@ -140,16 +130,7 @@ scenario "flaky":
 
 
 def test_retries_through_5xx(serve_text: ServeText) -> None:
-    script = """
-scenario "flaky":
-    step down:
-        reply:
-            error 503 "unavailable"
-            retry after 10ms
-    step up:
-        reply:
-            text "back"
-"""
+    script = limited_then("unavailable", "back", 503, after="10ms", times=1)
     with serve_text(script) as url:
         out = client(url).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert out.choices[0].message.content == "back"
@@ -164,13 +145,7 @@ def test_error_status_maps_to_sdk_exception(serve_text: ServeText, status: int, 
 
 
 def test_in_band_stream_error(serve_text: ServeText) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three four five"
-            stream error "exploded mid-stream" after 2 chunks
-"""
+    script = one_reply('text "one two three four five"', 'stream error "exploded mid-stream" after 2 chunks')
     with serve_text(script) as url:
         got: list[str] = []
         with pytest.raises(openai.APIError, match="exploded mid-stream"):

@@ -20,7 +20,7 @@ from conftest import ServeText
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
-from provider_cases import CITY_CALL, SUNNY_BY_MODEL, tool_loop
+from provider_cases import CITY_CALL, SUNNY_BY_MODEL, limited_then, tool_loop
 from sdk_clients import conversation, opened
 from sdk_clients import vertex as vertex_client
 
@@ -136,17 +136,7 @@ def test_parallel_tool_calls(serve_text: ServeText, stream: bool) -> None:
 
 
 def test_retries_through_429_with_the_sdks_retry_options(serve_text: ServeText) -> None:
-    script = """
-scenario "flaky":
-    step limited:
-        repeat 2
-        reply:
-            error 429 "Resource exhausted. Please try again later."
-            retry after 10ms
-    step ok:
-        reply:
-            text "finally"
-"""
+    script = limited_then("Resource exhausted. Please try again later.", "finally", after="10ms")
     retry = types.HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.05, jitter=0)
     with serve_text(script) as url:
         plain, retrying = vertex(url), vertex(url, retry_options=retry)

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import Serve, SleepLog
+from provider_cases import one_reply
 
 from mockllm.runtime.clock import FakeClock
 from mockllm.runtime.providers.base import Frame
@@ -144,13 +145,7 @@ def content_arrivals(url: str, body: dict[str, Any], headers: dict[str, str] | N
 
 
 def test_chunk_spacing_seen_by_the_client(serve: Serve, sleep_log: SleepLog) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three four"
-            stream 4 chunks, 50ms apart
-"""
+    script = one_reply('text "one two three four"', "stream 4 chunks, 50ms apart")
     with serve(script, sleep=sleep_log) as server:
         arrivals = content_arrivals(server.url, chat_body())
     assert len(arrivals) == 4
@@ -160,13 +155,7 @@ scenario "s":
 
 
 def test_latency_comes_before_the_first_byte(serve: Serve, sleep_log: SleepLog) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "late reply"
-            latency 200ms
-"""
+    script = one_reply('text "late reply"', "latency 200ms")
     with serve(script, sleep=sleep_log) as server:
         started = time.monotonic()
         with HTTP.stream("POST", server.url + "/v1/chat/completions", json=chat_body(), headers=AUTH) as r:
@@ -178,14 +167,7 @@ scenario "s":
 
 
 def test_disconnect_after_two_chunks_is_an_error_for_the_client_and_is_journalled(serve: Serve) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three four five"
-            stream by word
-            disconnect after 2 chunks
-"""
+    script = one_reply('text "one two three four five"', "stream by word", "disconnect after 2 chunks")
     with serve(script) as server:
         got: list[str] = []
         with pytest.raises(httpx.RemoteProtocolError):
@@ -203,13 +185,7 @@ scenario "s":
 
 
 def test_stream_error_after_n_chunks_ends_the_body_cleanly(serve: Serve) -> None:
-    script = """
-scenario "s":
-    step a:
-        reply:
-            text "one two three"
-            stream error "the model is overloaded" after 1 chunks
-"""
+    script = one_reply('text "one two three"', 'stream error "the model is overloaded" after 1 chunks')
     with serve(script) as server:
         r = HTTP.post(
             server.url + "/v1/messages",
@@ -230,12 +206,7 @@ scenario "s":
     assert "stream error" in (entry["note"] or "")
 
 
-HANG = """
-scenario "s":
-    step a:
-        reply:
-            hang
-"""
+HANG = one_reply("hang")
 
 
 def test_hang_is_bounded_by_the_hang_limit(serve: Serve) -> None:
