@@ -212,9 +212,7 @@ def test_tool_result_for_an_unknown_call_is_a_bad_request(serve_text: ServeText)
 
 
 def test_rate_limit_is_retried_by_the_sdk(serve_text: ServeText) -> None:
-    script = limited_then(
-        "You are using a Trial key, which is limited to 10 API calls / minute.", "Third time lucky.", after="200ms"
-    )
+    script = limited_then("You are using a Trial key, which is limited to 10 API calls / minute.", "Third time lucky.")
     with serve_text(script) as url:
         started = time.monotonic()
         out = client(url).chat(model=MODEL, messages=ask("x"))  # max_retries defaults to 2
