@@ -16,7 +16,9 @@ SECRET_HEADERS = frozenset(
 )
 _SECRET_WORDS = ("key", "token", "secret", "auth", "cookie", "password")
 #: Query parameters that carry credentials.
-SECRET_PARAMS = frozenset({"key", "api_key", "apikey", "access_token", "token"})
+SECRET_PARAMS = frozenset(
+    {"key", "api_key", "apikey", "access_token", "token", "x-amz-security-token", "x-amz-credential", "x-amz-signature"}
+)
 
 
 def is_secret_header(name: str) -> bool:
