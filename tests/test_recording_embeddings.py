@@ -14,17 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import boto3
-import botocore.config
 import cohere
 import ollama
 import openai
 import pytest
 from google import genai
 from google.genai import types
-from google.oauth2.credentials import Credentials
 from mistralai.client import Mistral
-from recording_clients import KEY, SECRET
+from recording_clients import KEY, bedrock_client, vertex_client
 from test_recording import check_clean, recorder, replay
 
 DOCS = ["The weather in Lima is mild all year.", "Invoices are due within thirty days."]
@@ -84,14 +81,7 @@ def gemini_one(url: str, texts: list[str]) -> Seen:
 
 
 def vertex_embed(url: str, texts: list[str]) -> Seen:
-    client = genai.Client(
-        vertexai=True,
-        project="my-project",
-        location="us-central1",
-        credentials=Credentials(token=KEY),
-        http_options=types.HttpOptions(base_url=url),
-    )
-    return _genai_embed(client, texts)
+    return _genai_embed(vertex_client(url), texts)
 
 
 def ollama_embed(url: str, texts: list[str]) -> Seen:
@@ -107,23 +97,12 @@ def cohere_embed(url: str, texts: list[str]) -> Seen:
     return [list(v) for v in r.embeddings.float_], r.meta.billed_units.input_tokens
 
 
-def _bedrock(url: str) -> Any:
-    return boto3.client(
-        "bedrock-runtime",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id=KEY,
-        aws_secret_access_key=SECRET,
-        aws_session_token=KEY,
-        config=botocore.config.Config(retries={"max_attempts": 1}),
-    )
-
-
 def bedrock_titan(url: str, texts: list[str]) -> Seen:
     """Titan Text Embeddings takes one text per call."""
     out: Seen = ([], [])
+    client = bedrock_client(url)
     for text in texts:
-        r = _bedrock(url).invoke_model(modelId="amazon.titan-embed-text-v2:0", body=json.dumps({"inputText": text}))
+        r = client.invoke_model(modelId="amazon.titan-embed-text-v2:0", body=json.dumps({"inputText": text}))
         body = json.loads(r["body"].read())
         out[0].append(body["embedding"])
         out[1].append(body["inputTextTokenCount"])
@@ -132,7 +111,7 @@ def bedrock_titan(url: str, texts: list[str]) -> Seen:
 
 def bedrock_cohere(url: str, texts: list[str]) -> Seen:
     body = json.dumps({"texts": texts, "input_type": "search_document"})
-    r = _bedrock(url).invoke_model(modelId="cohere.embed-english-v3", body=body)
+    r = bedrock_client(url).invoke_model(modelId="cohere.embed-english-v3", body=body)
     count = r["ResponseMetadata"]["HTTPHeaders"]["x-amzn-bedrock-input-token-count"]
     return json.loads(r["body"].read())["embeddings"], count
 
@@ -157,11 +136,10 @@ CLIENTS: dict[str, Callable[[str, list[str]], Seen]] = {
 }
 
 
-@pytest.mark.parametrize("client", list(CLIENTS))
+@pytest.mark.parametrize("embed", CLIENTS.values(), ids=CLIENTS.keys())
 def test_embeddings_record_as_vector_steps_and_replay_the_same_vectors(
-    tmp_path: Path, serve_text: Any, client: str
+    tmp_path: Path, serve_text: Any, embed: Callable[[str, list[str]], Seen]
 ) -> None:
-    embed = CLIENTS[client]
     with serve_text(UPSTREAM) as upstream, recorder(upstream, tmp_path) as (url, _):
         documents, query = embed(url, DOCS), embed(url, [QUERY])
     assert len(documents[0]) == 2 and all(len(v) == 8 for v in documents[0] + query[0])
