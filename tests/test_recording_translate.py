@@ -132,3 +132,12 @@ def test_a_token_count_header_is_kept_and_credentials_are_not() -> None:
     assert ex.response_headers == {"x-amzn-bedrock-input-token-count": "4"}
     out = text_of([ex])
     assert "            vector [0.5, 0.25]\n            usage 4 in, 0 out\n" in out
+
+
+def test_a_vertex_predict_call_keeps_its_vectors_and_the_summed_token_counts() -> None:
+    request = {"instances": [{"content": "sunny"}, {"content": "rainy"}]}
+    stats = [{"embeddings": {"values": [0.5, 0.25], "statistics": {"token_count": n}}} for n in (3, 4)]
+    path = "/v1/projects/p/locations/us-central1/publishers/google/models/text-embedding-005:predict"
+    out = text_of([embedding(path, request, {"predictions": stats})])
+    assert "provider is vertex" in out and 'input is "sunny"' in out
+    assert "            vector [0.5, 0.25]\n            vector [0.5, 0.25]\n            usage 7 in, 0 out\n" in out
