@@ -158,16 +158,19 @@ def gemini(url: str, stream: bool) -> Summary:
         return gemini_loop(c, stream)
 
 
-def vertex(url: str, stream: bool) -> Summary:
+def vertex_client(url: str) -> genai.Client:
     """google-genai with vertexai=True: project and location routes, an OAuth bearer token."""
-    client = genai.Client(
+    return genai.Client(
         vertexai=True,
         project="my-project",
         location="us-central1",
         credentials=Credentials(token=KEY),
         http_options=types.HttpOptions(base_url=url),
     )
-    with client as c:
+
+
+def vertex(url: str, stream: bool) -> Summary:
+    with vertex_client(url) as c:
         return gemini_loop(c, stream)
 
 
@@ -294,9 +297,9 @@ def mistral_chat(url: str, stream: bool) -> Summary:
     return out
 
 
-def bedrock_converse(url: str, stream: bool) -> Summary:
-    """boto3's converse and converse_stream (SigV4-signed: the key id and session token are on the wire)."""
-    client = boto3.client(
+def bedrock_client(url: str) -> Any:
+    """boto3's bedrock-runtime client (SigV4-signed: the key id and session token are on the wire)."""
+    return boto3.client(
         "bedrock-runtime",
         endpoint_url=url,
         region_name="us-east-1",
@@ -305,6 +308,11 @@ def bedrock_converse(url: str, stream: bool) -> Summary:
         aws_session_token=KEY,
         config=botocore.config.Config(retries={"max_attempts": 1}),
     )
+
+
+def bedrock_converse(url: str, stream: bool) -> Summary:
+    """boto3's converse and converse_stream."""
+    client = bedrock_client(url)
     tool_config: Any = {"tools": [{"toolSpec": {"name": "get_weather", "inputSchema": {"json": SCHEMA}}}]}
     messages: list[Any] = [{"role": "user", "content": [{"text": QUESTION}]}]
     out: Summary = []

@@ -24,6 +24,7 @@ from mockllm.dsl.tree.nodes import (
     Echo,
     Error,
     Finish,
+    Flag,
     Hang,
     Header,
     Latency,
@@ -42,7 +43,9 @@ from mockllm.dsl.tree.nodes import (
     Text,
     Thinking,
     ToolCall,
+    Usage,
     Use,
+    Vector,
 )
 
 OK = ReplyBlock((Text("ok"),))
@@ -290,6 +293,33 @@ def test_compatible_reply_elements() -> None:
     assert reply_of(Status(201), Body({"a": 1}), Header("x", "y")) == []
     assert reply_of(Echo(), Stream("word"), Latency(Duration(5))) == []
     assert reply_of(Text("a"), Text("b"), ToolCall("f", {}), Finish("stop"), Stream("word")) == []
+
+
+def embedding_reply(*elements: object) -> list[Diagnostic]:
+    embeddings = Condition(Subject("endpoint"), Predicate("is", "embeddings"))
+    return run(Scenario("s", steps=(Step("a", (embeddings,), reply=ReplyBlock(elements)),)))  # type: ignore[arg-type]
+
+
+def test_usage_goes_with_vectors() -> None:
+    """The input count of an embedding answer, as recorded answers carry it."""
+    assert embedding_reply(Vector((0.6, 0.8)), Vector((0.0, 1.0)), Usage(12, 0)) == []
+    assert embedding_reply(Usage(12, 0), Vector((0.6, 0.8))) == []
+
+
+@pytest.mark.parametrize(
+    ("elements", "message", "hint"),
+    [
+        ((Flag(("violence",)), Usage(3, 0)), "`usage` conflicts with `flag`", "a moderation answer reports no"),
+        ((Error(500, "x"), Usage(3, 0)), "`usage` conflicts with `error`", "a reply is either an error or an answer"),
+        ((Usage(3, 0), Vector((1.0,)), Text("t")), "`text` conflicts with `vector`", "`vector` lines answer an embed"),
+        ((Usage(3, 0), Text("t"), Vector((1.0,))), "`vector` conflicts with `text`", "`vector` lines answer an embed"),
+        ((Usage(3, 0), Echo()), "`echo` conflicts with `usage`", "`echo` writes the answer itself"),
+    ],
+)
+def test_usage_conflicts_where_an_answer_does(elements: tuple[object, ...], message: str, hint: str) -> None:
+    (d,) = [d for d in embedding_reply(*elements) if d.severity == "error"]
+    assert (d.code, d.message) == ("conflicting-reply", message)
+    assert d.hint is not None and d.hint.startswith(hint)
 
 
 def test_conflict_message_names_the_other_line() -> None:

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from test_docs_site import Block, blocks, write_files
+from test_docs_site import DOCS, Block, blocks, write_files
+
+from mockllm.runtime.providers.registry import ENTRIES
 
 PAGE = "recording.md"
 SECRET = "sk-proj-docs-secret-0000"
@@ -75,3 +77,24 @@ def test_record_a_session(tmp_path: Path, serve_text: Any) -> None:
     [written] = (tmp_path / "scenarios" / "recorded").glob("*.mockllm")
     text = written.read_text(encoding="utf-8")
     assert text == script and SECRET not in text
+
+
+def _table() -> dict[str, list[str]]:
+    """The rows of "Every provider records": provider name → its cells."""
+    text = (DOCS / PAGE).read_text(encoding="utf-8").split("## Every provider records", 1)[1]
+    rows = [line.strip("|").split(" | ") for line in text.splitlines() if line.startswith("| `")]
+    return {cells[0].strip(" `"): [c.strip() for c in cells[1:]] for cells in rows}
+
+
+def test_the_provider_table_names_every_provider_that_records() -> None:
+    """One row per registry entry (each has a recording reader), with the upstream the recorder uses
+    by default; a provider whose embedding calls record names them, and only such a provider."""
+    table = _table()
+    assert all(e.reader is not None for e in ENTRIES)
+    assert sorted(table) == sorted(e.name for e in ENTRIES)
+    for e in ENTRIES:
+        _, embeddings, upstream = table[e.name]
+        assert upstream.startswith(f"`{e.upstream}`"), (e.name, upstream)
+        routes = [r.inputs for r in e.routes if r.inputs is not None and not r.inputs.endswith("moderations")]
+        embeds = bool(routes) or "inputs" in e.model_methods.values() or e.name == "bedrock"  # Bedrock: invoke
+        assert (embeddings != "—") == embeds, e.name

@@ -45,7 +45,10 @@ scenario "Answer":
 """
 
 
-def run_loop(url: str, on_weather: Callable[[], None] = lambda: None, stream: bool = False) -> Any:
+def weather_runner(client: anthropic.Anthropic, stream: bool, on_weather: Callable[[], None] = lambda: None) -> Any:
+    """The SDK's tool runner (default settings: threads) on "What is the weather in Rome, and the time?"
+    with a weather tool and a time tool."""
+
     @beta_tool
     def get_weather(city: str) -> str:
         """The weather in a city."""
@@ -57,15 +60,18 @@ def run_loop(url: str, on_weather: Callable[[], None] = lambda: None, stream: bo
         """The local time in a city."""
         return f"noon in {city}"
 
-    client = anthropic.Anthropic(base_url=url, api_key="test", max_retries=0)
-    runner = client.beta.messages.tool_runner(
+    return client.beta.messages.tool_runner(
         model="claude-sonnet-4-5",
         max_tokens=200,
         tools=[get_weather, get_time],
         messages=[{"role": "user", "content": "What is the weather in Rome, and the time?"}],
         stream=stream,
     )
-    return runner.until_done()
+
+
+def run_loop(url: str, on_weather: Callable[[], None] = lambda: None, stream: bool = False) -> Any:
+    client = anthropic.Anthropic(base_url=url, api_key="test", max_retries=0)
+    return weather_runner(client, stream, on_weather).until_done()
 
 
 @pytest.mark.parametrize("stream", [False, True])

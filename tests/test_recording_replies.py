@@ -14,6 +14,8 @@ import pytest
 from recording_clients import KEY
 from test_recording import check_clean, recorder, replay
 
+from mockllm.runtime.recording.exchange import Exchange
+
 HI = [{"role": "user", "content": "hi"}]
 
 
@@ -100,6 +102,12 @@ CREDENTIALS = {  # one conversation each: a different opening
 }
 #: what tells a request apart on a path providers share (Mistral's SDK sends its User-Agent)
 SHARED_PATH = {"mistral": {"user-agent": "mistral-client-python/1.9.0"}}
+#: how each provider's SDK really sends its credential, beside the generic ones
+SIGV4 = (
+    f"AWS4-HMAC-SHA256 Credential={KEY}/20261126/us-east-1/bedrock/aws4_request, "
+    f"SignedHeaders=host;x-amz-date;x-amz-security-token, Signature={KEY}"
+)
+OWN_AUTH = {"bedrock": {"authorization": SIGV4}}
 
 
 def test_no_credential_reaches_a_file_on_any_provider(tmp_path: Path, serve_text: Any) -> None:
@@ -116,10 +124,12 @@ def test_no_credential_reaches_a_file_on_any_provider(tmp_path: Path, serve_text
     }
     with serve_text("") as upstream, recorder(upstream, tmp_path) as (url, _):
         for provider, (path, body) in CREDENTIALS.items():
-            sent = {**headers, **SHARED_PATH.get(provider, {})}
-            query = f"{'&' if '?' in path else '?'}key={KEY}&api_key={KEY}"
+            sent = {**headers, **SHARED_PATH.get(provider, {}), **OWN_AUTH.get(provider, {})}
+            query = f"{'&' if '?' in path else '?'}key={KEY}&api_key={KEY}&X-Amz-Security-Token={KEY}"
             r = httpx.post(url + path + query, headers=sent, content=json.dumps(body))
             assert r.status_code == 200, r.text
+            read = Exchange.of("POST", path + query, sent.items(), b"", 200, [("set-cookie", KEY)], b"")
+            assert KEY not in repr((read.headers, read.query, read.response_headers))  # nothing left to write
     files = check_clean(tmp_path)
     assert len(files) == len(CREDENTIALS)
     for f in files:

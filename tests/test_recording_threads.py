@@ -11,9 +11,8 @@ from typing import Any
 
 import anthropic
 import pytest
-from anthropic import beta_tool
 from recording_clients import KEY
-from test_e2e_anthropic_threads import SCRIPT
+from test_e2e_anthropic_threads import SCRIPT, weather_runner
 from test_recording import check_clean, recorder, replay
 
 UPSTREAM = SCRIPT  # a weather call, a time call, then the answer
@@ -29,25 +28,9 @@ def tool_runner(url: str, stream: bool) -> tuple[Summary, list[bool]]:
     def note(request: Any) -> None:
         threaded.append(b'"continue"' in request.read())
 
-    @beta_tool
-    def get_weather(city: str) -> str:
-        """The weather in a city."""
-        return f"sunny in {city}"
-
-    @beta_tool
-    def get_time(city: str) -> str:
-        """The local time in a city."""
-        return f"noon in {city}"
-
     http = anthropic.DefaultHttpxClient(event_hooks={"request": [note]})
     with anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0, http_client=http) as client:
-        runner = client.beta.messages.tool_runner(
-            model="claude-sonnet-4-5",
-            max_tokens=200,
-            tools=[get_weather, get_time],
-            messages=[{"role": "user", "content": "What is the weather in Rome, and the time?"}],
-            stream=stream,
-        )
+        runner = weather_runner(client, stream)
         out: Summary = []
         for item in runner:
             message = item.get_final_message() if stream else item  # type: ignore[union-attr]

@@ -104,3 +104,40 @@ def test_conversations_split_by_their_opening() -> None:
         assert turn is not None
         turns.append(turn)
     assert [len(c.turns) for c in conversations(turns)] == [2, 1]
+
+
+def embedding(path: str, request: dict[str, Any], answer: dict[str, Any], **headers: str) -> Exchange:
+    """An embedding call; ``headers`` are the response's (the request sends a key and Mistral's SDK's name)."""
+    sent = [("api-key", "sk-x"), ("user-agent", "mistral-client-python/1.9.0")]
+    body = json.dumps(request).encode()
+    return Exchange.of("POST", path, sent, body, 200, headers.items(), json.dumps(answer).encode())
+
+
+def test_embedding_vectors_of_an_integer_type_are_left_to_the_default_embedder() -> None:
+    """No `vector` line gives back int8 or binary values: the step keeps the count, or says `echo`."""
+    cohere = {"model": "embed-v4.0", "texts": ["hi"], "input_type": "search_query", "embedding_types": ["int8"]}
+    out = text_of([embedding("/v2/embed", cohere, {"embeddings": {"int8": [[12, -127]]}, "meta": {}})])
+    assert "vector" not in out and "        reply echo\n" in out
+    mistral = {"model": "mistral-embed", "input": ["hi"], "output_dtype": "int8"}
+    answer = {"data": [{"embedding": [12, -127], "index": 0}], "usage": {"prompt_tokens": 3}}
+    out = text_of([embedding("/v1/embeddings", mistral, answer)])
+    assert "provider is mistral" in out and "vector" not in out
+    assert "        reply:\n            usage 3 in, 0 out\n" in out
+
+
+def test_a_token_count_header_is_kept_and_credentials_are_not() -> None:
+    titan = {"inputText": "hi"}
+    headers = {"x-amzn-bedrock-input-token-count": "4", "x-amz-security-token": "sk-x"}
+    ex = embedding("/model/amazon.titan-embed-text-v2:0/invoke", titan, {"embedding": [0.5, 0.25]}, **headers)
+    assert ex.response_headers == {"x-amzn-bedrock-input-token-count": "4"}
+    out = text_of([ex])
+    assert "            vector [0.5, 0.25]\n            usage 4 in, 0 out\n" in out
+
+
+def test_a_vertex_predict_call_keeps_its_vectors_and_the_summed_token_counts() -> None:
+    request = {"instances": [{"content": "sunny"}, {"content": "rainy"}]}
+    stats = [{"embeddings": {"values": [0.5, 0.25], "statistics": {"token_count": n}}} for n in (3, 4)]
+    path = "/v1/projects/p/locations/us-central1/publishers/google/models/text-embedding-005:predict"
+    out = text_of([embedding(path, request, {"predictions": stats})])
+    assert "provider is vertex" in out and 'input is "sunny"' in out
+    assert "            vector [0.5, 0.25]\n            vector [0.5, 0.25]\n            usage 7 in, 0 out\n" in out

@@ -69,7 +69,7 @@ _KIND: dict[type, str] = {
     Refusal: "answer",
     Chunks: "answer",
     Finish: "answer",
-    Usage: "answer",
+    Usage: "usage",  # goes with an answer or with vectors (only the input count is used there)
     Disconnect: "answer",
     StreamError: "answer",
     InterleaveCalls: "answer",
@@ -125,6 +125,12 @@ _KIND_HINTS = {
     frozenset({"vectors", "echo"}): "`echo` answers an embedding with the default embedder's vectors; remove one line",
     frozenset({"flags", "echo"}): "`echo` answers a moderation request with nothing flagged; remove one line",
 }
+_KIND_HINTS |= {  # `usage` belongs to an answer (chat or vectors), so it conflicts where an answer does
+    frozenset({"usage", other}): _KIND_HINTS[frozenset({"answer", other})] for other in ("error", "raw", "echo")
+}
+_KIND_HINTS[frozenset({"usage", "flags"})] = "a moderation answer reports no token usage; remove the `usage` line"
+#: kinds that share a reply: token usage with a chat answer, or with vectors (the input count)
+_TOGETHER = (frozenset({"usage", "answer"}), frozenset({"usage", "vectors"}))
 _HANG_HINT = "`hang` never answers, so only `latency` may go with it"
 
 
@@ -143,7 +149,7 @@ def check_elements(r: Reporter, elements: Sequence[ReplyElement], file: str, blo
         kind = _KIND.get(type(el))
         if conflict is None and kind is not None:
             for other_kind, other in first_of_kind.items():
-                if other_kind != kind:
+                if other_kind != kind and frozenset({kind, other_kind}) not in _TOGETHER:
                     hint = _HANG_HINT if "hang" in (kind, other_kind) else _KIND_HINTS[frozenset({kind, other_kind})]
                     conflict = (other, hint)
                     break

@@ -11,7 +11,7 @@ texts in ``inputs``, ``operation`` set) and renders the same plan (``vectors`` o
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mockllm.runtime.providers import registry
@@ -85,20 +85,20 @@ class InputsAdapter:
         return self.base.count_tokens(http, ctx)
 
 
-_FIXED_PATHS = {spec.path: spec.inputs for spec in registry.ROUTES if spec.inputs is not None and "{" not in spec.path}
-
-
-def route_for_path(path: str) -> str | None:
+def route_for_path(path: str, headers: Mapping[str, str] | None = None) -> str | None:
     """The input route a request path names (``/v1/embeddings`` → ``"openai.embeddings"``,
-    ``/v1beta/models/M:batchEmbedContents`` → ``"gemini.batchEmbedContents"``), None for other paths."""
-    found = _FIXED_PATHS.get(path)
-    if found is not None:
-        return found
+    ``/v1beta/models/M:batchEmbedContents`` → ``"gemini.batchEmbedContents"``), None for other paths.
+    Where providers share a path, ``headers`` (lower-cased names) tell whose it is, as in serving
+    (Mistral's ``/v1/embeddings``)."""
+    spec = registry.route_at(path)
+    if spec is None:
+        return None
+    provider = spec.provider_of(path, headers or {})
+    if spec.handler == "inputs":
+        return spec.inputs_for(provider)
     method = path.rpartition(":")[2]
-    if "/models/" in path:
-        for e in registry.ENTRIES:
-            if e.model_methods.get(method) == "inputs":
-                return f"{e.name}.{method}"
+    if spec.handler == "model_path" and registry.entry(provider).model_methods.get(method) == "inputs":
+        return f"{provider}.{method}"
     return None
 
 

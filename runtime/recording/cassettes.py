@@ -14,7 +14,6 @@ import gzip
 import json
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from mockllm.errors import FileError
 from mockllm.runtime.recording.exchange import Exchange
@@ -65,12 +64,12 @@ def _vcr(name: str, text: str) -> list[Exchange]:
         status = resp.get("status")
         code = status.get("code") if isinstance(status, dict) else status
         out.append(
-            _exchange(
+            Exchange.of(
                 str(req.get("method", "GET")),
                 str(req.get("uri", "/")),
                 req_headers,
                 _bytes(req.get("body"), req_headers),
-                code,
+                _status(code),
                 resp_headers,
                 _bytes(body, resp_headers),
             )
@@ -93,12 +92,12 @@ def _har(name: str, doc: Mapping[str, Any]) -> list[Exchange]:
         post = req.get("postData") or {}
         content = resp.get("content") or {}
         out.append(
-            _exchange(
+            Exchange.of(
                 str(req.get("method", "GET")),
                 str(req.get("url", "/")),
                 req_headers,
                 _bytes(_encoded(post.get("text") or "", post), req_headers),
-                resp.get("status"),
+                _status(resp.get("status")),
                 resp_headers,
                 _bytes(_encoded(content.get("text") or "", content), resp_headers),
             )
@@ -116,12 +115,12 @@ def _pairs(name: str, doc: Any) -> list[Exchange]:
         req_headers = _header_pairs(req.get("headers"))
         resp_headers = _header_pairs(resp.get("headers"))
         out.append(
-            _exchange(
+            Exchange.of(
                 str(req.get("method", "POST")),
                 str(req.get("path") or req.get("url") or "/"),
                 req_headers,
                 _bytes(_encoded(req.get("body"), req), req_headers),
-                resp.get("status", 200),
+                _status(resp.get("status")),
                 resp_headers,
                 _bytes(_encoded(resp.get("body"), resp), resp_headers),
             )
@@ -129,21 +128,9 @@ def _pairs(name: str, doc: Any) -> list[Exchange]:
     return out
 
 
-def _exchange(
-    method: str,
-    url: str,
-    headers: list[tuple[str, str]],
-    body: bytes,
-    status: Any,
-    resp_headers: list[tuple[str, str]],
-    resp_body: bytes,
-) -> Exchange:
-    parts = urlsplit(url)
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    code = status if isinstance(status, int) and not isinstance(status, bool) else 200
-    return Exchange.of(method, path, headers, body, code, resp_headers, resp_body)
+def _status(status: Any) -> int:
+    """A recorded status code (200 when the file has none)."""
+    return status if isinstance(status, int) and not isinstance(status, bool) else 200
 
 
 def _header_pairs(headers: Any) -> list[tuple[str, str]]:

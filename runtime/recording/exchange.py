@@ -16,12 +16,16 @@ SECRET_HEADERS = frozenset(
 )
 _SECRET_WORDS = ("key", "token", "secret", "auth", "cookie", "password")
 #: Query parameters that carry credentials.
-SECRET_PARAMS = frozenset({"key", "api_key", "apikey", "access_token", "token"})
+SECRET_PARAMS = frozenset(
+    {"key", "api_key", "apikey", "access_token", "token", "x-amz-security-token", "x-amz-credential", "x-amz-signature"}
+)
 
 
 def is_secret_header(name: str) -> bool:
+    """Whether a header may carry a credential: by name, or by a word in it (but a count, such as
+    Bedrock's ``x-amzn-bedrock-input-token-count``, is no secret)."""
     low = name.lower()
-    return low in SECRET_HEADERS or any(word in low for word in _SECRET_WORDS)
+    return low in SECRET_HEADERS or (any(word in low for word in _SECRET_WORDS) and not low.endswith("-count"))
 
 
 def redact(headers: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -85,19 +85,20 @@ def read_exchange(ex: Exchange) -> Turn | None:
     elif chat.operation == "chat":
         answer = reader.read(ex.body, chat.stream)
     else:  # an embedding call on a chat route (Bedrock's invoke with a Titan or Cohere body)
-        answer = embeddings.read(ex.body)
+        answer = embeddings.read(ex.body, ex.response_headers, chat.body)
     return Turn(ex, provider, chat, answer)
 
 
 def _read_embedding(ex: Exchange) -> Turn | None:
-    route = embeddings.embedding_route(ex.method, ex.path)
+    route = embeddings.embedding_route(ex.method, ex.path, ex.headers)
     if route is None:
         return None
     try:
         chat = embeddings.parse(route, HttpRequest(ex.method, ex.path, ex.query, ex.headers, ex.request_body))
     except ProviderError:
         return None
-    return Turn(ex, chat.provider, chat, None if ex.status >= 400 else embeddings.read(ex.body))
+    answer = None if ex.status >= 400 else embeddings.read(ex.body, ex.response_headers, chat.body)
+    return Turn(ex, chat.provider, chat, answer)
 
 
 def conversations(turns: Iterable[Turn]) -> list[Conversation]:
@@ -269,8 +270,13 @@ def _reply(turn: Turn, keep_timing: bool) -> n.ReplyBlock:
         if retry is not None:
             out.append(n.RetryAfter(_duration(retry)))
         return n.ReplyBlock(tuple(out))
-    if answer.vectors:  # (the checker lets no `usage` line beside vectors: serving estimates the count)
-        return n.ReplyBlock((*out, *(n.Vector(v) for v in answer.vectors)))
+    if turn.chat.operation != "chat":  # an embedding: its vectors and input count
+        out += [n.Vector(v) for v in answer.vectors]
+        if answer.usage is not None:
+            out.append(n.Usage(*answer.usage))
+        elif not answer.vectors:  # nothing to keep (vectors of a lossy type): the default embedder's
+            out.append(n.Echo())
+        return n.ReplyBlock(tuple(out))
     if answer.thinking:
         out.append(n.Thinking(answer.thinking))
     chunks = tuple(c for c in answer.text_chunks if c)
