@@ -32,15 +32,17 @@ def tool_loop(
     *,
     tools_include: bool = False,
     result: str = 'contains "sunny"',
+    name: str | None = None,
 ) -> str:
     """The weather tool loop, for ``provider`` only when named: step ``ask`` captures the city the
     user names ("weather in CITY", and, with ``tools_include``, when get_weather is offered) and
     replies with the ``ask`` lines (by default a call to get_weather for the city); step ``answer``,
-    once the get_weather result ``result``, with the ``answer`` lines (by default a streamed "sunny")."""
+    once the get_weather result ``result``, with the ``answer`` lines (by default a streamed "sunny").
+    The scenario is ``name``, by default "PROVIDER weather"."""
     only = f"\n    when:\n        provider is {provider}" if provider else ""
     offered = '\n            tools include "get_weather"' if tools_include else ""
     return f"""
-scenario "{provider or "any"} weather":{only}
+scenario "{name or f"{provider or 'any'} weather"}":{only}
     step ask:
         when:
             last user message contains "weather in"{offered}

@@ -6,7 +6,7 @@ Every tree drawn here has a canonical text: blocks are never empty (a ``reply:``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -57,22 +57,15 @@ regexes = st.builds(
     st.sets(st.sampled_from("imsx")).map(lambda fs: "".join(c for c in "imsx" if c in fs)),
 )
 
+#: The subjects that take an argument: any_message a role, the others a name or a path.
+WITH_ARGUMENT = ("any_message", "tool_result", "header", "field")
+#: Every other subject (``provider``, ``model`` … ``input``).
+PLAIN_SUBJECTS = [kind for kind in get_args(n.SubjectKind) if kind not in WITH_ARGUMENT]
+ROLES = ["user", "assistant", "system", "tool"]
+
 subjects = st.one_of(
-    st.sampled_from(
-        [
-            "provider",
-            "endpoint",
-            "model",
-            "stream",
-            "last_user_message",
-            "last_message",
-            "system_prompt",
-            "tools",
-            "turn",
-            "input",
-        ]
-    ).map(lambda k: n.Subject(k)),
-    st.builds(lambda role: n.Subject("any_message", role), st.sampled_from(["user", "assistant", "system", "tool"])),
+    st.sampled_from(PLAIN_SUBJECTS).map(lambda k: n.Subject(k)),
+    st.builds(lambda role: n.Subject("any_message", role), st.sampled_from(ROLES)),
     st.builds(lambda a: n.Subject("tool_result", a), texts),
     st.builds(lambda a: n.Subject("header", a), texts),
     st.builds(lambda a: n.Subject("field", a), texts),
@@ -249,5 +242,28 @@ def any_json_test(
             assert 400 <= e.status < 500 and e.message
             return
         assert adapter.render(plan, chat, ctx).status == 200
+
+    return test
+
+
+def any_messages_test(
+    adapter: Any, parse_messages: Callable[[list[Any]], Any], words: list[str], keys: list[str]
+) -> Any:
+    """The "never crash on any history" test of an adapter: up to four messages, each an object over
+    the provider's message ``keys`` (or any JSON), their values built from ``words``: the history is
+    refused with a 400 and a message, or accepted."""
+    from mockllm.errors import ProviderError
+
+    leaf = st.none() | st.booleans() | st.integers() | st.sampled_from(words)
+    key = st.sampled_from(keys)
+    value = st.recursive(leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(key, c, max_size=4), max_leaves=15)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.dictionaries(key, value, max_size=4) | value, max_size=4))
+    def test(messages: list[Any]) -> None:
+        try:
+            adapter.validate_history(parse_messages(messages))
+        except ProviderError as err:
+            assert err.status == 400 and err.message
 
     return test

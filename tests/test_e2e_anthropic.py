@@ -9,27 +9,20 @@ import anthropic
 import pytest
 import sdk_errors
 from conftest import ServeText
-from provider_cases import TWO_AT_ONCE, limited_then, one_reply
+from provider_cases import TWO_AT_ONCE, limited_then, one_reply, tool_loop
 from sdk_clients import opened
 
-SCRIPT = """
-scenario "Weather":
-    step ask:
-        when:
-            last user message contains "weather in"
-        capture city from last user message /weather in (\\w+)/
-        reply:
-            thinking "I should look the weather up."
-            text "Let me check."
-            tool call get_weather {"city": "{{city}}", "days": [1, 2]}
-            stream by 2 characters
-
-    step answer:
-        when:
-            tool result for "get_weather" is present
-        reply:
-            text "Sunny in {{city}}."
-"""
+SCRIPT = tool_loop(
+    None,
+    [
+        'thinking "I should look the weather up."',
+        'text "Let me check."',
+        'tool call get_weather {"city": "{{city}}", "days": [1, 2]}',
+        "stream by 2 characters",
+    ],
+    ['text "Sunny in {{city}}."'],
+    result="is present",
+)
 
 TOOLS: list[Any] = [{"name": "get_weather", "input_schema": {"type": "object"}}]
 

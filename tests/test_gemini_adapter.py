@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import attrs
 import httpx
+import plans
 import pytest
 import sdk_errors
 from google import genai
 from google.genai import errors, types
+from plans import error_of, planned
 from sdk_bridge import AdapterServer
 from strategies import any_json_test
 
@@ -21,7 +22,7 @@ from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendere
 from mockllm.runtime.providers.gemini import GeminiAdapter, json_schema
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import gemini_response_id
-from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = GeminiAdapter()
@@ -42,20 +43,8 @@ def parse(body: Any, method: str = "generateContent") -> ChatRequest:
     return ADAPTER.parse(http(body, method))
 
 
-def error_of(fn: Callable[[], object]) -> ProviderError:
-    with pytest.raises(ProviderError) as info:
-        fn()
-    return info.value
-
-
-def planned(name: str, args: dict[str, Any], key: str) -> PlannedToolCall:
-    text = json.dumps(args)
-    return PlannedToolCall(name=name, arguments=args, arguments_json=text, argument_chunks=(text,), key=key)
-
-
 def text_plan(text: str = "Hello there!", **kw: Any) -> MessagePlan:
-    chunks = tuple(text[i : i + 5] for i in range(0, len(text), 5))
-    return MessagePlan(model="gemini-2.5-flash", text=text, text_chunks=chunks, input_tokens=5, output_tokens=3, **kw)
+    return plans.text_plan("gemini-2.5-flash", text, 5, 5, **kw)
 
 
 def call_plan() -> MessagePlan:

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import PLAIN_SUBJECTS, ROLES, script_files
 
 from mockllm.dsl.diagnostics import render
 from mockllm.dsl.format.jsonform import ELEMENT_TAGS, from_json, from_json_text, to_json, to_json_text
@@ -27,23 +28,8 @@ json_values = st.recursive(
 json_objects = st.dictionaries(texts, json_values, max_size=3)
 
 subjects = st.one_of(
-    st.builds(
-        n.Subject,
-        st.sampled_from(
-            [
-                "provider",
-                "endpoint",
-                "model",
-                "stream",
-                "last_user_message",
-                "last_message",
-                "system_prompt",
-                "tools",
-                "turn",
-            ]
-        ),
-    ),
-    st.builds(n.Subject, st.just("any_message"), st.sampled_from(["user", "assistant", "system", "tool"])),
+    st.builds(n.Subject, st.sampled_from(PLAIN_SUBJECTS)),
+    st.builds(n.Subject, st.just("any_message"), st.sampled_from(ROLES)),
     st.builds(n.Subject, st.sampled_from(["tool_result", "header", "field"]), texts),
 )
 predicates = st.one_of(
@@ -371,21 +357,8 @@ def test_nan_is_not_json() -> None:
     assert diagnostics[0].code == "json-syntax"
 
 
-def _shared_strategies() -> Any:
-    """The parser's tree strategy (tests/strategies.py), loaded by path (tests are not a package)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).with_name("strategies.py")
-    spec = importlib.util.spec_from_file_location("mockllm_test_strategies", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_shared_strategies().script_files)
+@given(script_files)
 def test_round_trip_of_the_parsers_trees(tree: n.ScriptFile) -> None:
     back, diagnostics = from_json_text(to_json_text(tree), tree.path)
     assert diagnostics == []

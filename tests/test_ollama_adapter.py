@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import ollama
+import plans
 import pytest
+from plans import error_of, planned
 from sdk_bridge import AdapterServer
 from strategies import any_json_test
 
 from mockllm.runtime.providers import ollama as ollama_adapter
-from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.ollama import OllamaAdapter, rfc3339
-from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
+from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 ADAPTER = OllamaAdapter()
@@ -32,20 +33,8 @@ def parse(body: Any) -> ChatRequest:
     return ADAPTER.parse(http(body))
 
 
-def error_of(fn: Callable[[], object]) -> ProviderError:
-    with pytest.raises(ProviderError) as info:
-        fn()
-    return info.value
-
-
-def planned(name: str, args: Any, key: str) -> PlannedToolCall:
-    text = json.dumps(args)
-    return PlannedToolCall(name=name, arguments=args, arguments_json=text, argument_chunks=(text,), key=key)
-
-
 def text_plan(text: str = "Hello there!", **kw: Any) -> MessagePlan:
-    chunks = tuple(text[i : i + 4] for i in range(0, len(text), 4))
-    return MessagePlan(model="llama3.2", text=text, text_chunks=chunks, input_tokens=6, output_tokens=3, **kw)
+    return plans.text_plan("llama3.2", text, 4, 6, **kw)
 
 
 def call_plan() -> MessagePlan:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from provider_cases import CITY_CALL, tool_loop
 
 PYPROJECT = """
 [tool.pytest.ini_options]
@@ -29,22 +30,9 @@ scenario "Greeting":
             text "Hello from the session library."
 """
 
-WEATHER_SCENARIO = """
-scenario "Weather":
-    step ask:
-        when:
-            last user message contains "weather in"
-        capture city from last user message /weather in (\\w+)/
-        reply:
-            tool call get_weather {"city": "{{city}}"}
-
-    step answer:
-        when:
-            tool result for "get_weather" is present
-        reply:
-            text "Sunny in {{city}}."
-            stream 3 chunks
-"""
+WEATHER_SCENARIO = tool_loop(
+    None, [CITY_CALL], ['text "Sunny in {{city}}."', "stream 3 chunks"], result="is present", name="Weather"
+)
 
 BROKEN_SCENARIO = """
 scenario "Broken":

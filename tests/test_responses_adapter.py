@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import httpx2
 import openai
+import plans
 import pytest
 import sdk_errors
+from plans import error_of
 from sdk_bridge import AdapterServer
 from strategies import any_json_test
 
-from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.responses import ResponsesAdapter
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, ToolCall, resolve_tool_names
@@ -41,8 +42,7 @@ def call(name: str, args: dict[str, Any], key: str, chunks: int = 1) -> PlannedT
 
 
 def text_plan(text: str = "Hello there!", **kw: Any) -> MessagePlan:
-    chunks = tuple(text[i : i + 4] for i in range(0, len(text), 4))
-    return MessagePlan(model="gpt-4o-mini", text=text, text_chunks=chunks, input_tokens=7, output_tokens=3, **kw)
+    return plans.text_plan("gpt-4o-mini", text, 4, 7, **kw)
 
 
 def tool_plan() -> MessagePlan:
@@ -65,12 +65,6 @@ def events(rendered: Rendered) -> list[tuple[str, dict[str, Any]]]:
         assert payload["type"] == head[len("event: ") :]
         out.append((payload["type"], payload))
     return out
-
-
-def error_of(fn: Callable[[], object]) -> ProviderError:
-    with pytest.raises(ProviderError) as info:
-        fn()
-    return info.value
 
 
 # ---- parsing ----
