@@ -16,11 +16,14 @@ from conftest import Serve
 from reliability import serve_process
 
 SECRET = "MOCKLLM_TEST_SECRET_VALUE_41c7"
+# What is refused is under test here, not how fast: a loaded machine answers a new server's first
+# requests (the first script load builds the parser) later than httpx's default 5 s.
+HTTP = httpx.Client(timeout=60)
 REPLY = 'reply greeting:\n    text "hello from the shared file"\n'
 
 
 def post(url: str, text: str, **params: str) -> httpx.Response:
-    return httpx.post(url + "/_mockllm/scenarios", content=text.encode(), params=params)
+    return HTTP.post(url + "/_mockllm/scenarios", content=text.encode(), params=params)
 
 
 def importing(path: str) -> str:
@@ -64,7 +67,7 @@ def test_imports_outside_the_base_or_of_other_files_are_refused_without_quoting_
     (base / "link.mockllm").symlink_to(base.parent / "outside.mockllm")
     with serve(scenario_base=str(base)) as server:
         answer = post(server.url, importing(target))
-        json_form = httpx.post(
+        json_form = HTTP.post(
             server.url + "/_mockllm/scenarios",
             json={"uses": [{"path": target, "alias": "shared"}], "scenarios": []},
         )
@@ -104,9 +107,9 @@ def test_requests_on_behalf_of_a_foreign_web_page_are_refused(
     serve: Serve, headers: dict[str, str], allowed: bool
 ) -> None:
     with serve() as server:
-        reset = httpx.post(server.url + "/_mockllm/reset", headers=headers)
-        load = httpx.post(server.url + "/_mockllm/scenarios", content=b"", headers=headers)
-        health = httpx.get(server.url + "/_mockllm/health", headers=headers)
+        reset = HTTP.post(server.url + "/_mockllm/reset", headers=headers)
+        load = HTTP.post(server.url + "/_mockllm/scenarios", content=b"", headers=headers)
+        health = HTTP.get(server.url + "/_mockllm/health", headers=headers)
     statuses = {reset.status_code, load.status_code, health.status_code}
     assert statuses == ({200} if allowed else {403}), (reset.text, load.text)
     if not allowed:
@@ -126,9 +129,9 @@ def test_the_admin_token_can_stay_out_of_the_command_line(tmp_path: Path, how: s
         env = {"MOCKLLM_ADMIN_TOKEN": token}
     with serve_process(*args, env=env) as (proc, url, _):
         cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode(errors="replace")
-        without = httpx.get(url + "/_mockllm/health")
-        wrong = httpx.get(url + "/_mockllm/health", headers={"authorization": "Bearer nope"})
-        right = httpx.get(url + "/_mockllm/health", headers={"authorization": f"Bearer {token}"})
+        without = HTTP.get(url + "/_mockllm/health")
+        wrong = HTTP.get(url + "/_mockllm/health", headers={"authorization": "Bearer nope"})
+        right = HTTP.get(url + "/_mockllm/health", headers={"authorization": f"Bearer {token}"})
     assert token not in cmdline
     assert (without.status_code, wrong.status_code, right.status_code) == (401, 403, 200)
 

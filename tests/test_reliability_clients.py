@@ -27,6 +27,11 @@ scenario "s":
             text "a b c d e f g h i j"
             stream by word, 50ms apart
 """
+# For the resets: a client resets after the first chunk, and on a loaded machine its thread may wait
+# half a second or more for the CPU before it gets to; a stream 50 ms apart would be over by then
+# (answered whole, rightly not "client gone"). Seconds apart, every reset lands mid-stream; an
+# answer whose client reset ends at once, so the test takes no longer.
+SLOW_SCRIPT = SCRIPT.replace("50ms apart", "1s apart")
 BODY = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}).encode()
 
 
@@ -49,9 +54,9 @@ def reset_after_first_chunk(port: int) -> None:
 @pytest.mark.parametrize("server", servers())
 def test_every_reset_mid_stream_is_journalled_as_client_gone(tmp_path: Path, server: str) -> None:
     script = tmp_path / "s.mockllm"
-    script.write_text(SCRIPT)
+    script.write_text(SLOW_SCRIPT)
     with serve_process(str(script), "--server", server) as (proc, url, port):
-        httpx.get(url + "/_mockllm/health")
+        httpx.get(url + "/_mockllm/health", timeout=60)
         before = open_descriptors(proc.pid)
         threads = [threading.Thread(target=reset_after_first_chunk, args=(port,)) for _ in range(100)]
         for thread in threads:
@@ -60,7 +65,7 @@ def test_every_reset_mid_stream_is_journalled_as_client_gone(tmp_path: Path, ser
             thread.join(30)
 
         def journal() -> list[dict[str, object]]:
-            entries: list[dict[str, object]] = httpx.get(url + "/_mockllm/requests").json()
+            entries: list[dict[str, object]] = httpx.get(url + "/_mockllm/requests", timeout=60).json()
             return entries
 
         assert wait_until(lambda: sum(1 for e in journal() if e.get("client_gone")) == 100, 10.0)
