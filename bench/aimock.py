@@ -25,13 +25,14 @@ import http.client
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from processes import stop, tail
 
 PACKAGE = "@copilotkit/aimock"
 HERE = Path(__file__).resolve().parent
@@ -121,25 +122,6 @@ def answers(port: int) -> bool:
     if b"The benchmark reply" not in body:
         raise AimockFailed(f"aimock answered with another text: {body[:200]!r}")
     return True
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
-def tail(path: Path) -> str:
-    try:
-        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln]
-    except OSError:
-        lines = []
-    return "stderr: " + (" / ".join(lines[-3:]) if lines else "(empty)")
 
 
 @contextlib.contextmanager

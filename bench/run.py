@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import processes
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -236,22 +237,11 @@ class Server:
         raise ServerFailed(f"{self.name} did not print its listening line within {timeout:.0f} s; {self.tail()}")
 
     def tail(self) -> str:
-        try:
-            lines = [ln for ln in self.err_path.read_text(encoding="utf-8", errors="replace").splitlines() if ln]
-        except OSError:
-            lines = []
-        return "stderr: " + (" / ".join(lines[-3:]) if lines else "(empty)")
+        return processes.tail(self.err_path)
 
     def stop(self) -> None:
-        proc = self.proc
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        if self.proc is not None:
+            processes.stop(self.proc)
 
 
 @contextlib.contextmanager
