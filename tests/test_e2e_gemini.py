@@ -5,20 +5,18 @@ first providers is in test_e2e_five_providers.py."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
 import httpx2
 import pytest
+from conftest import ServeText
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 from provider_cases import FAULTS, TWO_AT_ONCE, limited_then, one_reply, tool_loop
+from sdk_clients import conversation, opened
 
-ServeText = Callable[..., AbstractContextManager[str]]
 MODEL = "gemini-2.5-flash"
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 GET_WEATHER = types.FunctionDeclaration(name="get_weather", parameters_json_schema=WEATHER)
@@ -32,8 +30,8 @@ SCRIPT = tool_loop("gemini") + TWO_AT_ONCE
 
 
 def gemini(url: str, **options: Any) -> genai.Client:
-    headers = {"x-mockllm-conversation": uuid.uuid4().hex}
-    return genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url, headers=headers, **options))
+    http = types.HttpOptions(base_url=url, headers=conversation(), **options)
+    return opened(genai.Client(api_key="k", http_options=http))
 
 
 def test_text_and_usage(serve_text: ServeText) -> None:

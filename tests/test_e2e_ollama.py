@@ -6,17 +6,15 @@ test_e2e_five_providers.py."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
 import ollama
 import pytest
+from conftest import ServeText
 from provider_cases import FAULTS, TWO_AT_ONCE, ask, limited_then, one_reply, tool_loop
+from sdk_clients import conversation, opened
 
-ServeText = Callable[..., AbstractContextManager[str]]
 MODEL = "llama3.2"
 WEATHER: Any = [
     {
@@ -33,7 +31,7 @@ SCRIPT = tool_loop("ollama") + TWO_AT_ONCE
 
 
 def client(url: str) -> ollama.Client:
-    return ollama.Client(host=url, headers={"x-mockllm-conversation": uuid.uuid4().hex})
+    return opened(ollama.Client(host=url, headers=conversation()))
 
 
 def test_text_and_usage(serve_text: ServeText) -> None:

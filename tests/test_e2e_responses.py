@@ -6,17 +6,15 @@ providers is in test_e2e_five_providers.py; interleaved calls in test_e2e_interl
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
 import openai
 import pytest
+from conftest import ServeText
 from provider_cases import FAULTS, TWO_AT_ONCE, limited_then, one_reply, tool_loop
+from sdk_clients import conversation, opened
 
-ServeText = Callable[..., AbstractContextManager[str]]
 MODEL = "gpt-4.1"
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOLS: Any = [
@@ -28,8 +26,7 @@ SCRIPT = tool_loop("responses") + TWO_AT_ONCE
 
 
 def client(url: str, **options: Any) -> openai.OpenAI:
-    headers = {"x-mockllm-conversation": uuid.uuid4().hex}
-    return openai.OpenAI(base_url=url + "/v1", api_key="k", default_headers=headers, **options)
+    return opened(openai.OpenAI(base_url=url + "/v1", api_key="k", default_headers=conversation(), **options))
 
 
 def statuses(url: str) -> list[int]:
