@@ -21,6 +21,9 @@ import pytest
 import yaml
 from recording_clients import CLIENTS, KEY, UPSTREAM
 from test_recording import check_clean, replay
+from test_recording_embeddings import CLIENTS as EMBEDDERS
+from test_recording_embeddings import DOCS, QUERY
+from test_recording_embeddings import UPSTREAM as VECTORS
 
 from mockllm.cli import main
 from mockllm.runtime.recording.exchange import Exchange
@@ -224,6 +227,31 @@ def test_import_then_replay_gives_the_client_the_same_answers(
     assert KEY not in text and "session=" not in text
     with replay(out) as server:
         assert CLIENTS[provider](server.url, stream) == seen
+
+
+_EMBEDDED: list[tuple[list[Exchange], dict[str, Any]]] = []
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_imported_embedding_calls_replay_the_same_vectors(
+    tmp_path: Path, serve_text: Any, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    """Every provider's embedding calls, in one cassette: imported, served, the same SDK calls get the
+    same vectors and token counts."""
+    if not _EMBEDDED:
+        with serve_text(VECTORS) as upstream, capturing(upstream) as (url, app):
+            seen = {name: (embed(url, DOCS), embed(url, [QUERY])) for name, embed in EMBEDDERS.items()}
+        _EMBEDDED.append((app.exchanges, seen))
+    [(exchanges, seen)] = _EMBEDDED
+    name, write = FORMATS[fmt]
+    (tmp_path / name).write_text(write(exchanges), encoding="utf-8")
+    assert main(["import", str(tmp_path / name), "--out", str(tmp_path / "out")]) == 0
+    assert f"({len(exchanges)} exchanges)" in capsys.readouterr().out
+    files = check_clean(tmp_path / "out")
+    assert all(KEY not in f.read_text(encoding="utf-8") for f in files)
+    with replay(tmp_path / "out") as server:
+        for client, embed in EMBEDDERS.items():
+            assert (embed(server.url, [QUERY]), embed(server.url, DOCS)) == seen[client][::-1], client
 
 
 def test_not_yaml_is_one_clear_line(tmp_path: Path) -> None:

@@ -144,3 +144,13 @@ def test_an_upstream_that_goes_away_gives_a_502_in_the_provider_shape(tmp_path: 
 def test_record_without_out_is_a_usage_error() -> None:
     r = subprocess.run([sys.executable, "-m", "mockllm", "record"], capture_output=True, text=True, env=os.environ)
     assert r.returncode == 2 and "--out" in r.stderr
+
+
+def test_record_help_names_every_provider(capsys: pytest.CaptureFixture[str]) -> None:
+    from mockllm.cli import main
+    from mockllm.runtime.providers.registry import NAMES
+
+    assert main(["record", "--help"]) == 0
+    helped = " ".join(capsys.readouterr().out.split())
+    listed = helped.split("providers: ", 1)[1].split(")", 1)[0]
+    assert sorted(listed.split(", ")) == sorted(NAMES)

@@ -42,6 +42,67 @@ class Answer:
         return "".join(self.text_chunks)
 
 
+#: every provider's finish word (lower-cased) → the script's finish reason; a word one provider uses
+#: means the same wherever another uses it
+_FINISH_WORDS: dict[str, FinishReason] = {
+    **dict.fromkeys(("stop", "end_turn", "stop_sequence", "pause_turn", "complete"), "stop"),
+    **dict.fromkeys(("length", "max_tokens", "model_length"), "length"),
+    **dict.fromkeys(("tool_calls", "function_call", "tool_use", "tool_call"), "tool_calls"),
+    **dict.fromkeys(
+        ("content_filter", "guardrail_intervened", "safety", "prohibited_content", "blocklist", "spii", "recitation"),
+        "content_filter",
+    ),
+}
+
+
+def finish_for(word: Any, default: FinishReason | None = None) -> FinishReason | None:
+    """The finish reason a provider's stop word means (``"end_turn"``, ``"MAX_TOKENS"`` …), else ``default``."""
+    return _FINISH_WORDS.get(str(word).lower(), default) if word else default
+
+
+@attrs.define
+class Parts:
+    """What a reader collects from an answer as it reads it, in order; :meth:`answer` freezes it. Each
+    piece of text, thinking or tool call counts as one event of a stream."""
+
+    chunks: list[str] = attrs.Factory(list)
+    thinking: list[str] = attrs.Factory(list)
+    calls: list[Call] = attrs.Factory(list)
+    finish: FinishReason | None = None
+    usage: tuple[int, int] | None = None
+    response_id: Any = None
+    error: str | None = None
+    events: int = 0
+
+    def text(self, piece: Any) -> None:
+        self.chunks.append(str(piece))
+        self.events += 1
+
+    def think(self, piece: Any) -> None:
+        self.thinking.append(str(piece))
+        self.events += 1
+
+    def call(self, name: Any, arguments: Any, call_id: Any = None) -> None:
+        self.calls.append(Call(str(name or ""), parse_arguments(arguments), call_id))
+        self.events += 1
+
+    def answer(self, calls: tuple[Call, ...] | None = None, stop_calls: bool = False) -> Answer:
+        """The answer (``calls``: the tool calls when collected elsewhere, by a :class:`StreamedCalls`).
+        ``stop_calls``: the provider says "stop" after tool calls (Gemini, Ollama), which a script's
+        default (tool_calls) reproduces."""
+        found = tuple(self.calls) if calls is None else calls
+        return Answer(
+            text_chunks=tuple(c for c in self.chunks if c),
+            thinking="".join(self.thinking),
+            calls=found,
+            finish="tool_calls" if stop_calls and found and self.finish == "stop" else self.finish,
+            usage=self.usage,
+            response_id=self.response_id,
+            error=self.error,
+            events=self.events,
+        )
+
+
 class StreamedCalls:
     """Tool calls as a stream delivers them, by index: a name and an id (when the event carries them),
     then argument fragments."""

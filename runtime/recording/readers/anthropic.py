@@ -7,18 +7,10 @@ from typing import Any
 
 import attrs
 
-from mockllm.dsl.tree.nodes import FinishReason
-from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_objects
+from mockllm.runtime.recording.answer import Answer, Call, finish_for, load_json, number, parse_arguments, sse_objects
 
 PROVIDER = "anthropic"
 CALL_IDS = True  # its tool calls carry ids a script can keep
-_FINISH: dict[str, FinishReason] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "max_tokens": "length",
-    "tool_use": "tool_calls",
-}
 
 
 def _blocks(blocks: list[Any], stop: Any, usage: tuple[int, int] | None, rid: Any, chunks: tuple[str, ...]) -> Answer:
@@ -37,7 +29,7 @@ def _blocks(blocks: list[Any], stop: Any, usage: tuple[int, int] | None, rid: An
         thinking=thinking,
         refusal=refusal,
         calls=calls,
-        finish=_FINISH.get(str(stop)),
+        finish=finish_for(stop),
         usage=usage,
         response_id=rid,
     )

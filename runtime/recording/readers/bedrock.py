@@ -15,20 +15,20 @@ from typing import Any
 
 import attrs
 
-from mockllm.dsl.tree.nodes import FinishReason
 from mockllm.runtime.providers.eventstream import EventMessage, EventStreamError, decode
-from mockllm.runtime.recording.answer import Answer, Call, load_json, number, objects, parse_arguments
+from mockllm.runtime.recording.answer import (
+    Answer,
+    Call,
+    finish_for,
+    load_json,
+    number,
+    objects,
+    parse_arguments,
+)
 from mockllm.runtime.recording.readers import anthropic
 
 PROVIDER = "bedrock"
 CALL_IDS = True
-_FINISH: dict[str, FinishReason] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "guardrail_intervened": "content_filter",
-}
 _REFUSED = "content_filtered"  # how Converse stops on a refusal (its text is the refusal)
 
 
@@ -80,7 +80,7 @@ def _answer(text: list[str], thinking: str, calls: list[Call], stop: Any, usage:
         thinking=thinking,
         refusal="".join(text) if refused else "",
         calls=tuple(calls),
-        finish=_FINISH.get(str(stop)),
+        finish=finish_for(stop),
         usage=(number(u.get("inputTokens")), number(u.get("outputTokens"))) if u else None,
         events=events,
     )

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockllm.dsl.tree.nodes import FinishReason
+import attrs
+
 from mockllm.runtime.recording.answer import (
     Answer,
-    Call,
+    Parts,
     StreamedCalls,
+    finish_for,
     load_json,
     number,
     objects,
@@ -21,12 +23,6 @@ from mockllm.runtime.recording.answer import (
 
 PROVIDER = "cohere"
 CALL_IDS = True
-_FINISH: dict[str, FinishReason] = {
-    "COMPLETE": "stop",
-    "STOP_SEQUENCE": "stop",
-    "MAX_TOKENS": "length",
-    "TOOL_CALL": "tool_calls",
-}
 
 
 def _usage(data: Any) -> tuple[int, int] | None:
@@ -49,61 +45,42 @@ def read(body: bytes, stream: bool) -> Answer:
 def _whole(data: Any) -> Answer:
     msg = data.get("message") or {}
     content = list(objects(msg.get("content") or ()))
-    text = "".join(str(c.get("text", "")) for c in content if c.get("type") == "text") or msg.get("tool_plan") or ""
-    calls = tuple(
-        Call(str(fn.get("name", "")), _arguments(fn.get("arguments")), c.get("id"))
-        for c in objects(msg.get("tool_calls") or ())
-        for fn in [c.get("function") or {}]
-    )
-    return Answer(
-        text_chunks=(text,) if text else (),
-        thinking="".join(str(c.get("thinking", "")) for c in content if c.get("type") == "thinking"),
-        calls=calls,
-        finish=_FINISH.get(str(data.get("finish_reason"))),
-        usage=_usage(data),
-        response_id=data.get("id"),
-    )
+    got = Parts(finish=finish_for(data.get("finish_reason")), usage=_usage(data), response_id=data.get("id"))
+    got.text("".join(str(c.get("text", "")) for c in content if c.get("type") == "text") or msg.get("tool_plan") or "")
+    got.think("".join(str(c.get("thinking", "")) for c in content if c.get("type") == "thinking"))
+    for c in objects(msg.get("tool_calls") or ()):
+        fn = c.get("function") or {}
+        got.call(fn.get("name", ""), _arguments(fn.get("arguments")), c.get("id"))
+    return attrs.evolve(got.answer(), events=0)  # a whole answer has no stream events
 
 
 def _stream(body: bytes) -> Answer:
-    chunks: list[str] = []
-    thinking: list[str] = []
+    got = Parts()
     calls = StreamedCalls()
-    finish: FinishReason | None = None
-    usage = rid = error = None
-    events = 0
     for data in sse_objects(body):
         kind = data.get("type")
         message = (data.get("delta") or {}).get("message") or {}
         index = number(data.get("index"))
         if kind == "message-start":
-            rid = data.get("id")
+            got.response_id = data.get("id")
         elif kind == "content-delta":
             piece = message.get("content") or {}
-            (thinking if "thinking" in piece else chunks).append(str(piece.get("thinking", piece.get("text", ""))))
-            events += 1
+            if "thinking" in piece:
+                got.think(piece["thinking"])
+            else:
+                got.text(piece.get("text", ""))
         elif kind == "tool-plan-delta":
-            chunks.append(str(message.get("tool_plan", "")))
-            events += 1
+            got.text(message.get("tool_plan", ""))
         elif kind == "tool-call-start":
             first = message.get("tool_calls") or {}
             calls.start(index, (first.get("function") or {}).get("name"), first.get("id"))
         elif kind == "tool-call-delta":
             calls.add(index, ((message.get("tool_calls") or {}).get("function") or {}).get("arguments"))
-            events += 1
+            got.events += 1
         elif kind == "message-end":
             delta = data.get("delta") or {}
             if delta.get("error"):
-                error = str(delta["error"])
-            finish = _FINISH.get(str(delta.get("finish_reason")), finish)
-            usage = _usage(delta) or usage
-    return Answer(
-        text_chunks=tuple(c for c in chunks if c),
-        thinking="".join(thinking),
-        calls=calls.calls(_arguments),
-        finish=finish,
-        usage=usage,
-        response_id=rid,
-        error=error,
-        events=events,
-    )
+                got.error = str(delta["error"])
+            got.finish = finish_for(delta.get("finish_reason"), got.finish)
+            got.usage = _usage(delta) or got.usage
+    return got.answer(calls.calls(_arguments))

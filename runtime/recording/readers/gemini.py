@@ -4,64 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockllm.dsl.tree.nodes import FinishReason
-from mockllm.runtime.recording.answer import Answer, Call, load_json, number, parse_arguments, sse_events
+from mockllm.runtime.recording.answer import Answer, Parts, finish_for, load_json, number, objects, sse_events
 
 PROVIDER = "gemini"
-_FINISH: dict[str, FinishReason] = {
-    "STOP": "stop",
-    "MAX_TOKENS": "length",
-    "SAFETY": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "SPII": "content_filter",
-    "RECITATION": "content_filter",
-}
 
 
 def read(body: bytes, stream: bool) -> Answer:
     pieces: list[Any] = [d for _, d in sse_events(body)] if stream else [load_json(body)]
-    chunks: list[str] = []
-    thinking: list[str] = []
-    calls: list[Call] = []
-    finish: FinishReason | None = None
-    usage = None
-    rid = None
-    error = None
-    events = 0
-    for data in pieces:
-        if not isinstance(data, dict):
-            continue
+    got = Parts()
+    for data in objects(pieces):
         if isinstance(data.get("error"), dict):
-            error = str(data["error"].get("message", "error"))
+            got.error = str(data["error"].get("message", "error"))
             continue
-        rid = rid or data.get("responseId")
+        got.response_id = got.response_id or data.get("responseId")
         u = data.get("usageMetadata")
         if isinstance(u, dict):
-            usage = (number(u.get("promptTokenCount")), number(u.get("candidatesTokenCount")))
+            got.usage = (number(u.get("promptTokenCount")), number(u.get("candidatesTokenCount")))
         for cand in (data.get("candidates") or ())[:1]:
             for part in (cand.get("content") or {}).get("parts") or ():
                 if "functionCall" in part:
                     fc = part["functionCall"] or {}
-                    calls.append(Call(str(fc.get("name", "")), parse_arguments(fc.get("args"))))
-                    events += 1
+                    got.call(fc.get("name", ""), fc.get("args"))
                 elif part.get("thought") and "text" in part:
-                    thinking.append(part["text"])
-                    events += 1
+                    got.think(part["text"])
                 elif "text" in part:
-                    chunks.append(part["text"])
-                    events += 1
-            if cand.get("finishReason"):
-                finish = _FINISH.get(str(cand["finishReason"]))
-    if calls and finish == "stop":
-        finish = "tool_calls"  # Gemini says STOP after a call; the script's default reads the same
-    return Answer(
-        text_chunks=tuple(c for c in chunks if c),
-        thinking="".join(thinking),
-        calls=tuple(calls),
-        finish=finish,
-        usage=usage,
-        response_id=rid,
-        error=error,
-        events=events,
-    )
+                    got.text(part["text"])
+            got.finish = finish_for(cand.get("finishReason"), got.finish)
+    return got.answer(stop_calls=True)  # Gemini says STOP after a call; the script's default reads the same

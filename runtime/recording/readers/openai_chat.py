@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockllm.dsl.tree.nodes import FinishReason
+import attrs
+
 from mockllm.runtime.recording.answer import (
     Answer,
     Call,
+    Parts,
     StreamedCalls,
+    finish_for,
     load_json,
     number,
     parse_arguments,
@@ -17,13 +20,6 @@ from mockllm.runtime.recording.answer import (
 
 PROVIDER = "openai"
 CALL_IDS = True  # its tool calls carry ids a script can keep
-_FINISH: dict[str, FinishReason] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "content_filter": "content_filter",
-}
 
 
 def _usage(data: Any) -> tuple[int, int] | None:
@@ -48,46 +44,30 @@ def read(body: bytes, stream: bool) -> Answer:
             text_chunks=(text,) if text else (),
             refusal=msg.get("refusal") or "",
             calls=whole,
-            finish=_FINISH.get(str(choice.get("finish_reason"))),
+            finish=finish_for(choice.get("finish_reason")),
             usage=_usage(data),
             response_id=data.get("id"),
         )
-    chunks: list[str] = []
+    got = Parts()
     refusal: list[str] = []
     calls = StreamedCalls()
-    finish: FinishReason | None = None
-    usage = None
-    response_id = None
-    error = None
-    events = 0
     for data in sse_objects(body):
         if "error" in data and isinstance(data["error"], dict):
-            error = str(data["error"].get("message", "error"))
+            got.error = str(data["error"].get("message", "error"))
             continue
-        response_id = response_id or data.get("id")
-        usage = _usage(data) or usage
+        got.response_id = got.response_id or data.get("id")
+        got.usage = _usage(data) or got.usage
         for choice in data.get("choices") or ():
             delta = choice.get("delta") or {}
             if delta.get("content"):
-                chunks.append(delta["content"])
-                events += 1
+                got.text(delta["content"])
             if delta.get("refusal"):
                 refusal.append(delta["refusal"])
-                events += 1
+                got.events += 1
             for c in delta.get("tool_calls") or ():
                 fn = c.get("function") or {}
                 calls.start(number(c.get("index")), fn.get("name"), c.get("id"))
                 calls.add(number(c.get("index")), fn.get("arguments"))
-                events += 1
-            if choice.get("finish_reason"):
-                finish = _FINISH.get(str(choice["finish_reason"]))
-    return Answer(
-        text_chunks=tuple(chunks),
-        refusal="".join(refusal),
-        calls=calls.calls(),
-        finish=finish,
-        usage=usage,
-        response_id=response_id,
-        error=error,
-        events=events,
-    )
+                got.events += 1
+            got.finish = finish_for(choice.get("finish_reason"), got.finish)
+    return attrs.evolve(got.answer(calls.calls()), refusal="".join(refusal))
