@@ -19,20 +19,19 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 
-from mockllm.dsl.diagnostics import Diagnostic
 from mockllm.dsl.machines.compiled import CompiledLibrary
 from mockllm.errors import StateUnavailable
 from mockllm.runtime.engine.journal import DEFAULT_PAGE, MAX_PAGE
 from mockllm.runtime.providers.common import utf8_json
 from mockllm.server.memory import release_memory
 from mockllm.server.options import ServerOptions
+from mockllm.server.posted import Posted
 
 if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine
     from mockllm.server.store import StateStore
 
 ADMIN_PREFIX = "/_mockllm"
-POSTED_FILE = "POST /_mockllm/scenarios"  # the name diagnostics and reports give posted script text
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -190,23 +189,6 @@ def library_description(library: CompiledLibrary | None) -> str:
     return text + ". Steps are used up per conversation until POST /_mockllm/reset"
 
 
-def compile_text(
-    text: str, is_json: bool, base: str | None = None, root: str | None = None
-) -> tuple[CompiledLibrary | None, list[Diagnostic], dict[str, str]]:
-    """Compile a library posted to the admin API: (library or None, diagnostics, sources). Its ``use``
-    imports resolve against ``base``, the server's scenario base (``ServerOptions.scenario_base``) or
-    a directory below it, and must be scripts inside ``root`` (see ``load_text``)."""
-    from mockllm.dsl.machines.compiler import compile_library
-    from mockllm.dsl.parse.loader import load_text
-
-    file = POSTED_FILE
-    library = load_text(text, file=file, base_dir=base, is_json=is_json, root=root)
-    compiled, diagnostics = compile_library(library)
-    sources = dict(library.sources)
-    sources.setdefault(file, text)
-    return compiled, list(diagnostics), sources
-
-
 def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mount:
     """The admin API over ``engine`` (the library) and ``store`` (conversations and the journal)."""
     from mockllm.dsl.diagnostics import render, to_json
@@ -227,6 +209,7 @@ def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mo
         return wrapper
 
     async def health(request: Request) -> Response:
+        await store.sync_library()
         library = engine.library
         return json_response(
             {
@@ -245,10 +228,11 @@ def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mo
 
     async def scenarios(request: Request) -> Response:
         if request.method == "DELETE":
-            engine.load(None)  # no scenarios: the echo responder answers everything
+            await store.clear_library()  # no scenarios: the echo responder answers everything
             return json_response({"cleared": True})
         if request.method == "POST":
             return await _load(request)
+        await store.sync_library()
         return json_response(scenario_summary(engine.library))
 
     async def _load(request: Request) -> Response:
@@ -265,18 +249,17 @@ def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mo
                 {"error": f"mockllm: the body is not UTF-8 text ({exc.reason} at byte {exc.start})"}, 400
             )
         is_json = request.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
-        base_dir = os.path.join(root, request.query_params.get("base", ""))
-        compiled, diagnostics, sources = await asyncio.to_thread(compile_text, text, is_json, base_dir, root)
+        posted = Posted(text, is_json, request.query_params.get("base", ""))
+        compiled, diagnostics, sources = await asyncio.to_thread(posted.compile, root)
         errors = [d for d in diagnostics if d.is_error]
         if errors or compiled is None:
             return json_response({"errors": [to_json(d) for d in errors], "text": render(errors, sources)}, 400)
-        from mockllm.dsl.machines.compiler import merge
-
+        await store.sync_library()
         base = engine.library
         names = [m.name for m in compiled.machines]
         replaced = [m.name for m in base.machines if m.name in set(names)] if base is not None else []
         if compiled.machines or compiled.fallback is not None:  # an empty text changes nothing
-            engine.load(merge(base, compiled) if base is not None else compiled)
+            await store.post_library(posted, compiled)
         warnings = [d for d in diagnostics if not d.is_error]
         return json_response(
             {

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from mockllm.errors import ServerError
 from mockllm.server.options import ServerOptions
@@ -14,8 +15,12 @@ from mockllm.server.options import ServerOptions
 if TYPE_CHECKING:
     from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.runtime.engine.engine import Engine
+    from mockllm.server.store import StateStore
+
+_T = TypeVar("_T")
 
 _START_TIMEOUT_S = 10.0
+_CALL_TIMEOUT_S = 60.0
 
 
 class BackgroundServer:
@@ -108,6 +113,25 @@ class BackgroundServer:
         finally:
             sock.close()
             self._ready.set()
+
+    @property
+    def store(self) -> StateStore:
+        """Where the server keeps its state (see server/store.py)."""
+        from mockllm.server.app import server_state
+
+        return server_state(self.app).store
+
+    def run(self, work: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``work()`` on the server's event loop (where its state store's connections live) and wait
+        for its result."""
+        loop = self._loop
+        if loop is None or self._thread is None:
+            raise ServerError("mockllm: the server is not running")
+
+        async def call() -> _T:
+            return await work()
+
+        return asyncio.run_coroutine_threadsafe(call(), loop).result(_CALL_TIMEOUT_S)
 
     def stop(self) -> None:
         """Stop serving: hangs end at once; open streams may run on for the grace period

@@ -7,19 +7,30 @@ version it saw of each conversation; it decides the turn on that (the engine's p
 version is still current, then saves the new state, appends the journal entry, keeps the response
 for ``previous_response_id`` and marks the step used -- atomically. When another process moved the
 conversation on meanwhile, the script answers the current state instead, and the turn is decided
-again on it. Versions come from one counter that never repeats (seeded from the server's clock when
-Redis starts empty), so a cached version can never match a later, different state.
+again on it. Turns of one conversation that arrive while its commit is on its way wait for it, then
+are decided one after the other and committed together in one round trip: a busy conversation
+costs a round trip per batch, not per request, and its turns never race each other in one process.
+Versions come from one counter that never repeats (seeded from the server's clock when Redis starts
+empty), so a cached version can never match a later, different state.
 
 Keys (prefix ``mockllm:``): ``c:KEY`` a conversation (hash: version, states), ``convs`` the live
 conversations by last use, ``journal`` the journal (a stream capped at the journal limit, entry id
 = stream id), ``fin`` how each answer went (its Delivery, written once, where it differs from the
 plan), ``used`` steps used, ``r:ID`` a kept response and ``cr:KEY`` the responses of a
-conversation. Conversations and responses expire after the idle time."""
+conversation. Conversations and responses expire after the idle time.
+
+Scenarios posted to any process's admin API are shared too: ``lib`` (hash: generation, epoch, base)
+and ``posts`` (the posted texts in order) say what every process serves: the library it started with
+(or none, after ``DELETE /_mockllm/scenarios``) with each post loaded on top. The commit script checks
+the generation the turn was decided with is still current; when it is not, the process loads the new
+library (compiling the posts it has not seen) and decides the turn again. A new epoch (a delete or a
+restore) starts every scenario afresh in every conversation, as a single server does."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
@@ -33,17 +44,22 @@ from mockllm.runtime.engine.conversations import Conversation, StoredResponse, s
 from mockllm.runtime.engine.engine import continued, response_id
 from mockllm.runtime.engine.journal import DEFAULT_ENTRY_BODY_BYTES, Delivery, JournalEntry
 from mockllm.runtime.engine.outcome import Outcome
+from mockllm.server.posted import Posted, merged
 from mockllm.server.store import StateStore
 
 if TYPE_CHECKING:
+    from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.runtime.engine.conversations import MachineState
     from mockllm.runtime.engine.engine import Engine, Turn
     from mockllm.runtime.request import ChatRequest
+
+log = logging.getLogger("mockllm.server")
 
 REDIS_MISSING = "mockllm: --state redis://… needs the 'redis' extra: pip install 'mockllm[redis]'"
 PREFIX = "mockllm:"
 CONNECTIONS = 64  # per process; more concurrent requests wait for one
 MAX_ATTEMPTS = 50  # conflicting commits of one request before it is answered 503
+MAX_BATCH = 64  # turns of one conversation committed together at most
 _T = TypeVar("_T")
 
 # The version counter starts from the server's clock in microseconds when Redis has none (a fresh or
@@ -58,12 +74,18 @@ return redis.call('INCR', KEYS[1])
 
 
 def _commit_script() -> str:
-    """The commit. KEYS: conversation, convs, journal, next id, used, versions, response, the
-    conversation's responses. ARGV: expected version, new states ("" unchanged), conversation, now,
-    ttl, journal cap, entry, used step ("" none), response ("" none), response id. Answers
-    {1, entry id, version} or, when the version is not the expected one, {0, version, states}."""
+    """The commit of one or more turns of one conversation, decided one after the other. KEYS:
+    conversation, convs, journal, next id, used, versions, library, the conversation's responses, then
+    one kept-response key per turn. ARGV: expected version, new states ("" unchanged), conversation,
+    now, ttl, journal cap, expected library generation, the number of turns, then per turn: journal
+    entry, used step ("" none), response ("" none), response id. Answers {1, first entry id, version}
+    (the turns' entry ids follow one another); when the library changed, {2}; when the version is not
+    the expected one, {0, version, states}."""
     next_version = _NEXT_VERSION.replace("KEYS[1]", "KEYS[6]").replace("return redis.call", "v = redis.call")
     return f"""
+if tonumber(redis.call('HGET', KEYS[7], 'g') or '0') ~= tonumber(ARGV[7]) then
+  return {{2}}
+end
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if v ~= tonumber(ARGV[1]) then
   return {{0, v, redis.call('HGET', KEYS[1], 's') or ''}}
@@ -79,19 +101,44 @@ redis.call('EXPIRE', KEYS[1], ttl)
 local now = tonumber(ARGV[4])
 redis.call('ZADD', KEYS[2], now, ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
-local n = redis.call('INCR', KEYS[4])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[6], n .. '-1', 'e', ARGV[7])
-if ARGV[8] ~= '' then
-  redis.call('SADD', KEYS[5], ARGV[8])
+local count = tonumber(ARGV[8])
+local first = redis.call('INCRBY', KEYS[4], count) - count + 1
+for i = 0, count - 1 do
+  local at = 9 + 4 * i
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[6], (first + i) .. '-1', 'e', ARGV[at])
+  if ARGV[at + 1] ~= '' then
+    redis.call('SADD', KEYS[5], ARGV[at + 1])
+  end
+  if ARGV[at + 2] ~= '' then
+    redis.call('SET', KEYS[9 + i], ARGV[at + 2], 'EX', ttl)
+    redis.call('SADD', KEYS[8], ARGV[at + 3])
+    redis.call('EXPIRE', KEYS[8], ttl)
+  end
 end
-if ARGV[9] ~= '' then
-  redis.call('SET', KEYS[7], ARGV[9], 'EX', ttl)
-  redis.call('SADD', KEYS[8], ARGV[10])
-  redis.call('EXPIRE', KEYS[8], ttl)
-end
-return {{1, n, v}}
+return {{1, first, v}}
 """
 
+
+# KEYS: library, posts. The shared library: {generation, epoch, base ("start" or "none"), posts}.
+READ_LIBRARY = """
+local h = redis.call('HMGET', KEYS[1], 'g', 'e', 'b')
+return {h[1] or '0', h[2] or '0', h[3] or 'start', redis.call('LRANGE', KEYS[2], 0, -1)}
+"""
+# KEYS: library, posts, versions. ARGV: "post" (ARGV[2] the post), "clear" or "restore". Answers the
+# library as _READ_LIBRARY does.
+CHANGE_LIBRARY = (
+    _NEXT_VERSION.replace("KEYS[1]", "KEYS[3]").replace("return redis.call", "local v = redis.call")
+    + """
+if ARGV[1] == 'post' then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+else
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'e', v, 'b', ARGV[1] == 'clear' and 'none' or 'start')
+end
+redis.call('HSET', KEYS[1], 'g', v)
+"""
+    + READ_LIBRARY
+)
 
 # KEYS: journal, next id. ARGV: journal cap, entry. A request refused before matching.
 APPEND = """
@@ -129,6 +176,68 @@ def _redis_module() -> Any:
     except ImportError:
         raise UsageError(REDIS_MISSING) from None
     return redis
+
+
+def _packing(connection: type[Any]) -> type[Any]:
+    """``connection`` (a redis-py asyncio connection class) writing its commands with hiredis's C
+    packer when hiredis is installed: redis-py's own packs in Python, a quarter of this store's time
+    per request."""
+    try:
+        from hiredis import pack_command
+    except ImportError:
+        return connection
+
+    def pack(self: Any, *args: Any) -> list[bytes]:
+        if isinstance(args[0], str) and " " in args[0]:  # "SCRIPT LOAD": the words go separately
+            args = (*args[0].split(), *args[1:])
+        return [pack_command(args)]
+
+    return type(connection.__name__, (connection,), {"pack_command": pack})
+
+
+class _Lane:
+    """The commit's own connections to Redis: redis-py's connections (the client's settings, one
+    deadline for the whole exchange instead of a timer task per write), each running one command at a
+    time, without the client's per-command pool locks, retries and metrics -- most of the client's
+    cost per request."""
+
+    def __init__(self, pool: Any, size: int, redis: Any, timeout: float) -> None:
+        self._pool = pool
+        self._idle: list[Any] = []
+        self._slots = asyncio.Semaphore(size)
+        self._replies = redis.exceptions.ResponseError  # an error reply: the connection stays usable
+        self._timeout_error = redis.exceptions.TimeoutError
+        self._timeout = timeout
+
+    def _connection(self) -> Any:
+        pool = self._pool
+        made: Any = pool.connection_class(**{**pool.connection_kwargs, "socket_timeout": None})
+        return made
+
+    async def run(self, *args: Any) -> Any:
+        """The answer to the command ``args`` (an error reply raised as redis-py raises it)."""
+        async with self._slots:
+            connection = self._idle.pop() if self._idle else self._connection()
+            try:
+                async with asyncio.timeout(self._timeout):
+                    await connection.send_packed_command(connection.pack_command(*args), check_health=False)
+                    answer = await connection.read_response()
+            except self._replies:
+                self._idle.append(connection)
+                raise
+            except BaseException as exc:  # a broken or interrupted exchange: this connection, and the idle
+                await connection.disconnect()  # ones (to a Redis that may have gone), are not used again
+                await self.close()
+                if isinstance(exc, TimeoutError):
+                    raise self._timeout_error(f"no answer from Redis within {self._timeout:g}s") from None
+                raise
+            self._idle.append(connection)
+            return answer
+
+    async def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            await connection.disconnect()
 
 
 def check_url(url: str) -> str:
@@ -179,6 +288,7 @@ class RedisStore(StateStore):
         engine: Engine,
         url: str,
         *,
+        root: str = ".",
         idle_seconds: float = 3600.0,
         journal_limit: int = 10_000,
         entry_body_bytes: int = DEFAULT_ENTRY_BODY_BYTES,
@@ -198,6 +308,7 @@ class RedisStore(StateStore):
             socket_connect_timeout=5.0,
             socket_timeout=10.0,
         )
+        pool.connection_class = _packing(pool.connection_class)
         self._pool = pool
         self._client = redis.asyncio.Redis(connection_pool=pool, retry=retry)
         self._errors: tuple[type[BaseException], ...] = (
@@ -205,8 +316,12 @@ class RedisStore(StateStore):
             redis.exceptions.TimeoutError,
         )
         self._commit = self._client.register_script(_commit_script())
+        self._lane = _Lane(pool, CONNECTIONS, redis, timeout=10.0)
+        self._no_script: type[BaseException] = redis.exceptions.NoScriptError
         self._append = self._client.register_script(APPEND)
         self._drop = self._client.register_script(DROP_CONVERSATION)
+        self._read_library = self._client.register_script(READ_LIBRARY)
+        self._change_library = self._client.register_script(CHANGE_LIBRARY)
         self._ttl = max(1, round(idle_seconds))
         self._journal_limit = max(1, journal_limit)
         self._entry_body_bytes = entry_body_bytes
@@ -216,8 +331,20 @@ class RedisStore(StateStore):
         self._cache_size = max(1, cache_size)
         self._planned: dict[int, int] = {}  # journal entry -> the status it was written with
         self._pending: set[asyncio.Task[None]] = set()
+        # per conversation with a commit on its way: the turns that arrived meanwhile, committed next
+        self._queued: dict[str, list[tuple[ChatRequest, str | None, asyncio.Future[Outcome]]]] = {}
         self._issued = 0
         engine.id_seed = os.urandom(8).hex()  # response ids unique across the processes sharing Redis
+        # the shared library (see the module): the generation and epoch this process serves, the digest
+        # prefix of the epoch, the scenario base posts compile against, and the posts compiled so far
+        self._library_lock = asyncio.Lock()
+        self._generation = 0
+        self._epoch = 0
+        self._salt = ""
+        self._root = root
+        self._posts: list[str] = []  # in the order they were posted
+        self._compiled: dict[str, CompiledLibrary | None] = {}
+        self._base = "start"  # what the posts go on top of: "start" (the files) or "none" (after a delete)
 
     @property
     def description(self) -> str:
@@ -242,6 +369,7 @@ class RedisStore(StateStore):
     async def close(self) -> None:
         for task in list(self._pending):
             await asyncio.gather(task, return_exceptions=True)
+        await self._lane.close()
         await self._client.aclose()
         await self._pool.disconnect()  # a pool given to the client is not closed with it
 
@@ -271,65 +399,141 @@ class RedisStore(StateStore):
         return None
 
     async def handle(self, chat: ChatRequest) -> Outcome:
-        engine = self.engine
         prev = chat.previous_response_id
         chat, key, missing = continued(chat, await self._kept(prev) if prev else None)
+        queued = self._queued.get(key)
+        if queued is not None:  # a commit of this conversation is on its way: this turn joins the next one
+            waiting: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+            queued.append((chat, missing, waiting))
+            return await waiting
+        self._queued[key] = []
+        try:
+            [outcome] = await self._commit_turns(key, [(chat, missing)])
+        finally:
+            self._commit_queued(key)
+        return outcome
+
+    def _commit_queued(self, key: str) -> None:
+        """Commit the turns of ``key`` that arrived during its last commit, in one batch, in order."""
+        queued = self._queued[key]
+        if not queued:
+            del self._queued[key]
+            return
+        batch, self._queued[key] = queued[:MAX_BATCH], queued[MAX_BATCH:]
+
+        async def commit() -> None:
+            try:
+                outcomes = await self._commit_turns(key, [(chat, missing) for chat, missing, _ in batch])
+            except BaseException as exc:
+                for *_, waiting in batch:
+                    if not waiting.done():
+                        waiting.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+            else:
+                for (*_, waiting), outcome in zip(batch, outcomes, strict=True):
+                    if not waiting.done():  # a client that left is not answered; its turn was taken
+                        waiting.set_result(outcome)
+            finally:
+                self._commit_queued(key)
+
+        task = asyncio.ensure_future(commit())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _commit_turns(self, key: str, turns: list[tuple[ChatRequest, str | None]]) -> list[Outcome]:
+        """Decide ``turns`` of conversation ``key`` one after the other on the state last seen, and commit
+        them together; on the current state again when another process moved the conversation on."""
+        engine = self.engine
         version, states, stored = self._cache.get(key, _NEW)
         clock = engine.clock
         for _ in range(MAX_ATTEMPTS):
             conv = Conversation(key, 0.0)
             conv.states = dict(states) if states else None
-            self._issued += 1
-            turn = engine.turn(chat, key, missing, conv, response_id(engine.id_seed, self._issued), 0)
-            saved = {**stored, **engine.export_states(conv.states)} if conv.states != states and conv.states else None
-            keys = self._commit_keys(key, turn)
-            args = self._commit_args(turn, version, saved, clock.now())
-            result = await self._call(self._commit, keys=keys, args=args)
-            if int(result[0]) == 1:
-                entry_id = int(result[1])
+            decided: list[Turn] = []
+            for chat, missing in turns:
+                self._issued += 1
+                decided.append(engine.turn(chat, key, missing, conv, response_id(engine.id_seed, self._issued), 0))
+            saved = {**stored, **self._export(conv.states)} if conv.states != states and conv.states else None
+            keys = self._commit_keys(key, decided)
+            args = self._commit_args(key, decided, version, saved, clock.now())
+            result = await self._call(self._run_commit, keys, args)
+            answer = int(result[0])
+            if answer == 2:  # another process changed the scenarios: load them, decide again
+                await self.sync_library()
+                continue
+            if answer == 1:
+                first = int(result[1])
                 if saved is not None:
                     self._remember(key, (int(result[2]), conv.states, saved))
                 elif version != int(result[2]) or key not in self._cache:
                     self._remember(key, (int(result[2]), states, stored))
-                self._planned[entry_id] = turn.entry.planned
                 if len(self._planned) > 100_000:
                     self._planned.clear()
-                return attrs.evolve(turn.outcome, entry_id=entry_id)
+                outcomes: list[Outcome] = []
+                for entry_id, turn in enumerate(decided, first):
+                    self._planned[entry_id] = turn.entry.planned
+                    outcomes.append(attrs.evolve(turn.outcome, entry_id=entry_id))
+                return outcomes
             stored = json.loads(result[2] or "{}")
-            version, states = int(result[1]), engine.import_states(stored)
+            version, states = int(result[1]), self._import(stored)
         raise StateUnavailable(
             f"mockllm: conversation {key!r} changed under this request {MAX_ATTEMPTS} times in a row; "
             "nothing was answered"
         )
 
-    def _commit_keys(self, key: str, turn: Turn) -> list[str]:
-        rid = turn.remember[0] if turn.remember is not None else ""
-        return [
+    async def _run_commit(self, keys: list[str], args: list[Any]) -> Any:
+        """The commit script's answer, run on the lane: loaded first when Redis does not have it (a new or
+        restarted Redis), and sent once more on a new connection when the first has gone stale."""
+        script = self._commit
+        for attempt in range(3):
+            try:
+                return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args)
+            except self._no_script:
+                await self._client.script_load(script.script)
+            except self._errors:
+                if attempt:
+                    raise
+        return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args)
+
+    def _commit_keys(self, key: str, turns: list[Turn]) -> list[str]:
+        keys = [
             PREFIX + "c:" + key,
             PREFIX + "convs",
             PREFIX + "journal",
             PREFIX + "next",
             PREFIX + "used",
             PREFIX + "version",
-            PREFIX + "r:" + rid,
+            PREFIX + "lib",
             PREFIX + "cr:" + key,
         ]
+        keys += [PREFIX + "r:" + (t.remember[0] if t.remember is not None else "") for t in turns]
+        return keys
 
-    def _commit_args(self, turn: Turn, version: int, saved: dict[str, Any] | None, now: float) -> list[Any]:
-        used = self.engine.used_member(turn.used) if turn.used is not None else None
-        remember = turn.remember
-        return [
+    def _commit_args(
+        self, key: str, turns: list[Turn], version: int, saved: dict[str, Any] | None, now: float
+    ) -> list[Any]:
+        args: list[Any] = [
             version,
             json.dumps(saved, separators=(",", ":")) if saved is not None else "",
-            turn.outcome.conversation,
+            key,
             now,
             self._ttl,
             self._journal_limit,
-            self._entry_json(turn.entry),
-            used or "",
-            _response_to_json(remember[1]) if remember is not None else "",
-            remember[0] if remember is not None else "",
+            self._generation,
+            len(turns),
         ]
+        used_member = self.engine.used_member
+        for turn in turns:
+            used = used_member(turn.used) if turn.used is not None else None
+            remember = turn.remember
+            args += [
+                self._entry_json(turn.entry),
+                self._salt + used if used else "",
+                _response_to_json(remember[1]) if remember is not None else "",
+                remember[0] if remember is not None else "",
+            ]
+        return args
 
     def _entry_json(self, entry: JournalEntry) -> str:
         entry.keep_body(self._entry_body_bytes)
@@ -368,7 +572,8 @@ class RedisStore(StateStore):
             return
 
         async def drop_all() -> None:
-            keep = {PREFIX + "next", PREFIX + "version"}  # ids and versions go on: never reused
+            # ids and versions go on (never reused); the scenarios stay, as on a single server
+            keep = {PREFIX + "next", PREFIX + "version", PREFIX + "lib", PREFIX + "posts"}
             batch: list[str] = []
             async for name in self._client.scan_iter(match=PREFIX + "*", count=1000):
                 if name not in keep:
@@ -408,6 +613,7 @@ class RedisStore(StateStore):
         return entries, (entries[-1]["id"] if more and entries else None)
 
     async def conversations(self) -> list[dict[str, Any]]:
+        await self.sync_library()
         now = self.engine.clock.now()
 
         async def read_states() -> tuple[list[tuple[str, float]], list[str | None]]:
@@ -421,7 +627,7 @@ class RedisStore(StateStore):
         engine = self.engine
         records = engine.records(
             [
-                (key, max(0.0, now - float(used)), engine.import_states(json.loads(data or "{}")))
+                (key, max(0.0, now - float(used)), self._import(json.loads(data or "{}")))
                 for (key, used), data in zip(live, raw, strict=True)
                 if data is not None
             ]
@@ -429,10 +635,99 @@ class RedisStore(StateStore):
         return [r.to_json() for r in records]
 
     async def verify(self) -> dict[str, Any]:
+        await self.sync_library()
         entries = [JournalEntry.from_json(e) for e in await self._entries("-", None)]
         members = set(await self._call(self._client.smembers, PREFIX + "used"))
-        digests = self.engine.digests()
-        return self.engine.verification(entries, lambda mi, step: f"{digests[mi]}:{step}" in members)
+        digests, salt = self.engine.digests(), self._salt
+        return self.engine.verification(entries, lambda mi, step: f"{salt}{digests[mi]}:{step}" in members)
+
+    # ---- the shared library ---------------------------------------------------------------------------
+
+    def _export(self, states: Mapping[str, MachineState] | None) -> dict[str, list[Any]]:
+        """:meth:`Engine.export_states`, each digest prefixed with the epoch's."""
+        out = self.engine.export_states(states)
+        if self._salt:
+            for value in out.values():
+                value[0] = self._salt + value[0]
+        return out
+
+    def _import(self, data: Mapping[str, Any]) -> dict[str, MachineState]:
+        """:meth:`Engine.import_states` of the states saved in this epoch."""
+        salt = self._salt
+        if salt:
+            data = {k: [v[0][len(salt) :], *v[1:]] for k, v in data.items() if str(v[0]).startswith(salt)}
+        return self.engine.import_states(data)
+
+    async def sync_library(self) -> None:
+        async with self._library_lock:
+            keys = [PREFIX + "lib", PREFIX + "posts"]
+            await self._load_library(await self._call(self._read_library, keys=keys))
+
+    async def _change(self, change: str, post: str = "") -> None:
+        async with self._library_lock:
+            keys = [PREFIX + "lib", PREFIX + "posts", PREFIX + "version"]
+            await self._load_library(await self._call(self._change_library, keys=keys, args=[change, post]))
+
+    async def post_library(self, posted: Posted, compiled: CompiledLibrary) -> None:
+        post = posted.to_json()
+        self._compiled[post] = compiled  # compiled once, here
+        await self._change("post", post)
+
+    async def clear_library(self) -> None:
+        await self._change("clear")
+
+    async def restore_library(self) -> None:
+        await self._change("restore")
+
+    async def reload_library(self, library: CompiledLibrary) -> None:
+        """The files edited (``--watch``): they replace the ones the server started with, under the posts."""
+        async with self._library_lock:
+            self.start = library
+            self.engine.load(self._assembled())
+
+    async def _load_library(self, shared: list[Any]) -> None:
+        """Serve the library ``shared`` (READ_LIBRARY's answer) describes, unless already serving it."""
+        generation, epoch, base, posts = int(shared[0]), int(shared[1]), shared[2], list(shared[3])
+        if generation == self._generation:
+            return
+        compiled: dict[str, CompiledLibrary | None] = {}
+        for post in posts:
+            if post not in compiled:
+                compiled[post] = self._compiled[post] if post in self._compiled else await self._compile(post)
+        self._posts, self._compiled, self._base = posts, compiled, base
+        if epoch != self._epoch:  # every scenario starts afresh in every conversation
+            self.engine.load(None)
+            self._cache.clear()
+        self.engine.load(self._assembled())
+        self._generation, self._epoch = generation, epoch
+        self._salt = f"{epoch}/" if epoch else ""
+
+    def _assembled(self) -> CompiledLibrary | None:
+        """The library the server started with (none after a delete), the posts loaded on top in order."""
+        library = self.start if self._base == "start" else None
+        for post in self._posts:  # a text posted again goes on top again
+            found = self._compiled[post]
+            if found is not None:
+                library = merged(library, found)
+        return library
+
+    async def _compile(self, post: str) -> CompiledLibrary | None:
+        """A post another process made, compiled here (None, and the errors logged, when it does not
+        compile against this process's scenario base)."""
+        posted = Posted.from_json(post)
+        compiled, diagnostics, sources = await asyncio.to_thread(posted.compile, self._root)
+        errors = [d for d in diagnostics if d.is_error]
+        if errors or compiled is None:
+            from mockllm.dsl.diagnostics import render
+
+            log.error(
+                "mockllm: scenarios another server posted do not compile here (scenario base %s); "
+                "this server serves the library without them:\n%s",
+                self._root,
+                render(errors, sources),
+            )
+            return None
+        return compiled
 
 
 _CONVERTER: Any = None

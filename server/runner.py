@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from mockllm.dsl.machines.compiled import CompiledLibrary
-    from mockllm.runtime.engine.engine import Engine
+    from mockllm.server.store import StateStore
 
 ENV_SCENARIOS = "MOCKLLM_SCENARIOS"
 UVICORN_MISSING = "mockllm: --server uvicorn needs the 'fast' extra: pip install 'mockllm[fast]'"
@@ -141,7 +141,7 @@ def run(
     max_conversations: int = 10_000,
     idle_seconds: float = 3600.0,
     out: TextIO | None = None,
-    watch: Callable[[Engine], Awaitable[None]] | None = None,
+    watch: Callable[[StateStore], Awaitable[None]] | None = None,
     workers: int = 1,
 ) -> int:
     """Serve ``library`` (None: the echo responder) until SIGINT/SIGTERM. Prints the listening line
@@ -194,7 +194,7 @@ def run(
             state = server_state(app)
             shutdown = state.shutdown
             shutdown.reset()
-            watcher = asyncio.ensure_future(watch(engine)) if watch is not None else None
+            watcher = asyncio.ensure_future(watch(state.store)) if watch is not None else None
 
             async def trigger() -> None:
                 await stop.wait()
@@ -395,10 +395,10 @@ def serve_command(args: argparse.Namespace) -> int:
     )
 
 
-def _watcher(paths: Sequence[str], imported: Sequence[str], interval: float) -> Callable[[Engine], Awaitable[None]]:
+def _watcher(paths: Sequence[str], imported: Sequence[str], interval: float) -> Callable[[StateStore], Awaitable[None]]:
     from mockllm.server.watch import watch_library
 
-    def start(engine: Engine) -> Awaitable[None]:
-        return watch_library(engine, paths, imported, sys.stderr, interval)
+    def start(store: StateStore) -> Awaitable[None]:
+        return watch_library(store, paths, imported, sys.stderr, interval)
 
     return start

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mockllm.server.posted import Posted, merged
+
 if TYPE_CHECKING:
+    from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.runtime.engine.engine import Engine
     from mockllm.runtime.engine.journal import Delivery
     from mockllm.runtime.engine.outcome import Outcome
@@ -25,6 +28,7 @@ class StateStore:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.start = engine.library  # what the server started with: restore_library() goes back to it
 
     @property
     def description(self) -> str:
@@ -46,6 +50,28 @@ class StateStore:
     async def reset(self, conversation: str | None = None) -> None:
         self.engine.reset(conversation)
 
+    # ---- the library, as the admin API changes it ------------------------------------------------------
+
+    async def sync_library(self) -> None:
+        """Serve the library every process sharing this state serves (in memory: this one's)."""
+
+    async def post_library(self, posted: Posted, compiled: CompiledLibrary) -> None:
+        """Load ``compiled`` (``posted``, compiled) on top of the library: ``POST /_mockllm/scenarios``."""
+        self.engine.load(merged(self.engine.library, compiled))
+
+    async def clear_library(self) -> None:
+        """No scenarios: the echo responder answers (``DELETE /_mockllm/scenarios``)."""
+        self.engine.load(None)
+
+    async def restore_library(self) -> None:
+        """Back to the library the server started with."""
+        self.engine.load(self.start)
+
+    async def reload_library(self, library: CompiledLibrary) -> None:
+        """The files the server started with, edited (``--watch``): in memory, they replace the library."""
+        self.start = library
+        self.engine.load(library)
+
     async def journal_page(self, limit: int, after: int) -> tuple[list[dict[str, Any]], int | None]:
         return self.engine.journal_page(limit, after)
 
@@ -59,8 +85,9 @@ class StateStore:
         """Release connections (nothing to release in memory)."""
 
 
-def open_store(engine: Engine, url: str | None) -> StateStore:
-    """The store ``--state URL`` names: None for memory, ``redis://HOST:PORT/DB`` for Redis. Raises
+def open_store(engine: Engine, url: str | None, root: str = ".") -> StateStore:
+    """The store ``--state URL`` names: None for memory, ``redis://HOST:PORT/DB`` for Redis, which
+    compiles scenarios other processes post against ``root``, the scenario base. Raises
     :class:`~mockllm.errors.UsageError` for a URL it cannot use (another scheme, the extra missing)."""
     if not url:
         return StateStore(engine)
@@ -69,6 +96,7 @@ def open_store(engine: Engine, url: str | None) -> StateStore:
     return RedisStore(
         engine,
         url,
+        root=root,
         idle_seconds=engine.idle_seconds,
         journal_limit=engine.journal_limit,
         entry_body_bytes=engine.journal_entry_body_bytes,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from mockllm.runtime.engine.engine import Engine
+    from mockllm.server.store import StateStore
 
 DEFAULT_INTERVAL_S = 0.5
 
@@ -59,10 +59,11 @@ def _imported(sources: Sequence[str]) -> list[str]:
 
 
 async def watch_library(
-    engine: Engine, paths: Sequence[str], imported: Sequence[str], out: TextIO, interval: float = DEFAULT_INTERVAL_S
+    store: StateStore, paths: Sequence[str], imported: Sequence[str], out: TextIO, interval: float = DEFAULT_INTERVAL_S
 ) -> None:
-    """Poll ``paths`` (and the ``imported`` files) and reload ``engine``'s library on change, until
-    cancelled. Reports go to ``out``, one line each (diagnostics as ``mockllm check`` prints them)."""
+    """Poll ``paths`` (and the ``imported`` files) and reload the library of ``store``'s engine on change,
+    until cancelled (with the state in Redis, scenarios posted to the fleet stay on top of the files).
+    Reports go to ``out``, one line each (diagnostics as ``mockllm check`` prints them)."""
     from mockllm.dsl.diagnostics import render
     from mockllm.dsl.machines.compiler import load_and_compile
 
@@ -97,6 +98,6 @@ async def watch_library(
         warnings = [d for d in diagnostics if not d.is_error]
         if warnings:
             print(render(warnings, loaded.sources), file=out)
-        engine.load(library)
+        await store.reload_library(library)
         count = len(library.machines)
         print(f"mockllm: reloaded {count} scenario{'s' if count != 1 else ''}", file=out, flush=True)

@@ -91,3 +91,23 @@ def test_the_dockerfile_and_the_kubernetes_manifest_run_mockllm_serve_on_redis()
     assert options["state"] == "redis://redis:6379/0" and options["workers"] == 2
     service = next(d for d in documents if d["kind"] == "Service" and d["metadata"]["name"] == "redis")
     assert service["spec"]["ports"][0]["port"] == 6379
+
+
+def test_a_scenario_posted_to_one_server_is_answered_by_the_other(tmp_path: Path, redis_url: str) -> None:
+    [example] = [b for b in blocks(PAGE) if b.file == "post_to_one.py"]
+    printed = next(b.text for b in blocks(PAGE) if b.lang == "text" and "Hello from the fleet." in b.text)
+    first_url, second_url = "http://127.0.0.1:8080", "http://127.0.0.1:8081"
+    assert f'FIRST, SECOND = "{first_url}", "{second_url}"' in example.text
+    with (
+        serve_process("--state", redis_url) as (_, first, _),
+        serve_process("--state", redis_url) as (_, second, _),
+    ):
+        code = example.text.replace(first_url, first).replace(second_url, second)  # the test's free ports
+        (tmp_path / "post_to_one.py").write_text(code)
+        done = subprocess.run(
+            [sys.executable, str(tmp_path / "post_to_one.py")], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == printed
+        assert [e["conversation"] for e in requests(first)] == [e["conversation"] for e in requests(second)]
+        assert len(requests(first)) == 1

@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import openai
 from reliability import serve_process
 
@@ -101,3 +102,21 @@ def test_watch_sees_new_files_in_a_directory_and_edits_to_imported_files(tmp_pat
         rewrite(lib / "b.mockllm", b)
         wait_for(err, "mockllm: reloaded 2 scenarios")
         assert ask(url) == "b"
+
+
+def test_with_the_state_in_redis_an_edit_reloads_every_server_under_the_posted_scenarios(
+    tmp_path: Path, redis_url: str
+) -> None:
+    script = tmp_path / "greeting.mockllm"
+    script.write_text(SCRIPT.format(text="first"))
+    posted = 'scenario "posted":\n    step hey:\n        reply:\n            text "posted"\n'
+    args = (str(script), "--watch", "--watch-interval", "0.1", "--no-auth", "--state", redis_url)
+    with serve_process(*args) as (one, first, _), serve_process(*args) as (other, second, _):
+        errors = [lines_of(one.stderr), lines_of(other.stderr)]
+        assert httpx.post(first + "/_mockllm/scenarios", content=posted).json()["loaded"] == ["posted"]
+        rewrite(script, SCRIPT.format(text="edited"))
+        for err in errors:
+            wait_for(err, "mockllm: reloaded 1 scenario")
+        for url in (first, second):
+            assert ask(url) == "edited"
+            assert [s["name"] for s in httpx.get(url + "/_mockllm/scenarios").json()] == ["greeting", "posted"]

@@ -209,6 +209,7 @@ def test_redis_restarted_mid_run_gives_clear_errors_then_recovers(tmp_path: Path
     try:
         with serve_process("--state", redis.url, str(AGENT)) as (_, url, _):
             assert agent_loop([url], "before")[-1] == ANSWER
+            assert httpx.post(url + "/_mockllm/scenarios", content=GREETER).json()["loaded"] == ["Greeter"]
             redis.stop()
             with openai_client(url, "during") as client, pytest.raises(openai.APIStatusError) as down:
                 client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
@@ -228,6 +229,8 @@ def test_redis_restarted_mid_run_gives_clear_errors_then_recovers(tmp_path: Path
             redis.start()  # an empty Redis again on the same port: the server carries on
             assert agent_loop([url], "after")[-1] == ANSWER
             assert [e["conversation"] for e in requests(url)] == ["after"] * 3
+            # what Redis lost is lost: the posted scenario too; the server serves the files it started with
+            assert [s["name"] for s in httpx.get(url + "/_mockllm/scenarios").json()] == ["Three-round agent loop"]
     finally:
         redis.stop()
 
@@ -341,3 +344,257 @@ def test_how_each_answer_went_is_journalled_once_as_in_memory(redis_url: str, sh
                 break
             time.sleep(0.1)
         assert went == expected
+
+
+COUNTER = """mockllm 1
+scenario "Counter":
+    step first:
+        when:
+            last user message contains "count"
+        reply:
+            text "{version} first"
+    step second:
+        when:
+            last user message contains "count"
+        reply:
+            text "{version} second"
+    step third:
+        when:
+            last user message contains "count"
+        reply:
+            text "{version} third"
+"""
+GREETER = """mockllm 1
+scenario "Greeter":
+    step hello:
+        when:
+            last user message contains "hello"
+        reply:
+            text "hello from a posted scenario"
+"""
+
+
+def admin_and_turns(urls: list[str]) -> list[Any]:
+    """Scenarios posted, replaced and deleted, resets and conversation turns (Anthropic's SDK), each
+    sent to the next of ``urls`` in turn: what each answered."""
+    sent = 0
+
+    def url() -> str:
+        nonlocal sent
+        sent += 1
+        return urls[(sent - 1) % len(urls)]
+
+    def post(text: str) -> Any:
+        return httpx.post(url() + "/_mockllm/scenarios", content=text).json()
+
+    def say(conversation: str, text: str) -> str:
+        headers = {"x-mockllm-conversation": conversation}
+        with anthropic.Anthropic(base_url=url(), api_key="test", max_retries=0, default_headers=headers) as claude:
+            try:
+                message = claude.messages.create(
+                    model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": text}]
+                )
+            except anthropic.APIStatusError as exc:
+                return f"HTTP {exc.status_code}"
+        block = message.content[0]
+        return block.text if block.type == "text" else block.type
+
+    def names() -> list[str]:
+        return [s["name"] for s in httpx.get(url() + "/_mockllm/scenarios").json()]
+
+    def health() -> tuple[int, str]:
+        data = httpx.get(url() + "/_mockllm/health").json()
+        return data["scenarios"], data["loaded"]
+
+    return [
+        post(COUNTER.format(version="v1"))["loaded"],
+        say("a", "count"),
+        say("a", "count"),
+        say("b", "count"),
+        post(GREETER)["loaded"],
+        names(),
+        say("a", "hello"),
+        say("a", "count"),  # the counter is used up in "a": its third step, then nothing
+        say("a", "count"),
+        post(COUNTER.format(version="v2"))["replaced"],  # a changed scenario starts afresh everywhere
+        say("a", "count"),
+        say("b", "count"),
+        [(c["conversation"], c["machines"]) for c in httpx.get(url() + "/_mockllm/conversations").json()],
+        httpx.post(url() + "/_mockllm/reset", params={"conversation": "a"}).json(),
+        say("a", "count"),
+        say("b", "count"),
+        httpx.delete(url() + "/_mockllm/scenarios").json(),
+        health(),
+        say("a", "count"),  # the echo responder
+        post(COUNTER.format(version="v2"))["replaced"],  # deleted, then posted again: afresh
+        say("b", "count"),
+        health(),
+        httpx.post(url() + "/_mockllm/reset").json(),  # the scenarios stay
+        names(),
+        say("a", "count"),
+        [(e["conversation"], e["status"], (e.get("matched") or {}).get("step")) for e in requests(url())],
+    ]
+
+
+EXPECTED_ADMIN_AND_TURNS: list[Any] = [
+    ["Counter"],
+    "v1 first",
+    "v1 second",
+    "v1 first",
+    ["Greeter"],
+    ["Counter", "Greeter"],
+    "hello from a posted scenario",
+    "v1 third",
+    "HTTP 404",
+    ["Counter"],
+    "v2 first",
+    "v2 first",
+    [
+        (
+            "a",
+            [
+                {"scenario": "Counter", "position": "first", "uses": {"first": 1}, "captures": {}},
+                {"scenario": "Greeter", "position": "hello", "uses": {"hello": 1}, "captures": {}},
+            ],
+        ),
+        ("b", [{"scenario": "Counter", "position": "first", "uses": {"first": 1}, "captures": {}}]),
+    ],
+    {"reset": "a"},
+    "v2 first",
+    "v2 second",
+    {"cleared": True},
+    (0, "no scenarios loaded: the echo responder answers every request"),
+    "count",
+    [],
+    "v2 first",
+    (
+        1,
+        "1 scenario (3 steps) from POST /_mockllm/scenarios; when no step matches, the answer is a 404 with the "
+        "no-match report. Steps are used up per conversation until POST /_mockllm/reset",
+    ),
+    {"reset": "all"},
+    ["Counter"],
+    "v2 first",
+    [("a", 200, "first")],
+]
+
+
+def test_scenarios_posted_through_one_server_are_served_by_every_server(redis_url: str) -> None:
+    with serve_process() as (_, alone, _):  # the reference: one server, state in memory
+        expected = admin_and_turns([alone])
+    with serve_process("--state", redis_url) as (_, first, _), serve_process("--state", redis_url) as (_, second, _):
+        assert admin_and_turns([first, second]) == expected
+        assert admin_and_turns([second, first]) == expected  # the other way round: afresh, same answers
+    assert expected == EXPECTED_ADMIN_AND_TURNS
+
+
+async def health_everywhere(url: str) -> dict[int, set[int]]:
+    """Per answering process, the scenario counts its ``/_mockllm/health`` reported, over many new
+    connections at once (rounds until two processes answered)."""
+    seen: dict[int, set[int]] = {}
+    for _ in range(10):
+        async with httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0), timeout=60) as http:
+            replies = await asyncio.gather(*(http.get(url + "/_mockllm/health") for _ in range(50)))
+        for reply in replies:
+            data = reply.json()
+            seen.setdefault(data["pid"], set()).add(data["scenarios"])
+        if len(seen) > 1:
+            break
+    return seen
+
+
+async def one_chat(url: str, text: str, conversation: str) -> str:
+    """The text of one chat completion of ``conversation``, asked on a new connection."""
+    async with httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0), timeout=60) as http:
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test", http_client=http, max_retries=0)
+        completion = await client.chat.completions.create(
+            model="gpt-4o",
+            messages=[{"role": "user", "content": text}],
+            extra_headers={"x-mockllm-conversation": conversation},
+        )
+        return str(completion.choices[0].message.content)
+
+
+@pytest.mark.parametrize("server", ["hypercorn", "granian"])
+def test_workers_serve_posted_scenarios_and_one_conversation_as_one_server(redis_url: str, server: str) -> None:
+    with serve_process("--workers", "2", "--server", server, "--state", redis_url, str(AGENT)) as (_, url, _):
+        assert agent_loop([url], "loop")[-1] == ANSWER  # a client per turn: a new connection each time
+
+        posted = httpx.post(url + "/_mockllm/scenarios", content=GREETER).json()
+        assert posted["loaded"] == ["Greeter"]
+        counts = asyncio.run(health_everywhere(url))
+        assert len(counts) == 2 and all(c == {2} for c in counts.values()), counts  # both workers serve it
+
+        async def greet_all() -> list[str]:
+            return await asyncio.gather(*(one_chat(url, "hello", f"greet-{n}") for n in range(40)))
+
+        assert asyncio.run(greet_all()) == ["hello from a posted scenario"] * 40
+
+        assert httpx.delete(url + "/_mockllm/scenarios").json() == {"cleared": True}
+        counts = asyncio.run(health_everywhere(url))
+        assert len(counts) == 2 and all(c == {0} for c in counts.values()), counts
+        journal = requests(url)
+        assert [e["matched"]["step"] for e in journal[:3]] == ["search", "read", "answer"]
+        greeted = [e for e in journal[3:] if (e.get("matched") or {}).get("step") == "hello"]
+        assert len(journal) == 43 and len(greeted) == 40
+
+
+TICKETS = """mockllm 1
+scenario "Tickets":
+    step ticket:
+        reply:
+            text "ticket"
+        repeat 30
+    step sold_out:
+        reply:
+            text "sold out"
+        always
+"""
+
+
+def test_simultaneous_turns_of_one_conversation_on_two_servers_are_taken_one_at_a_time(
+    redis_url: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "tickets.mockllm"
+    script.write_text(TICKETS)
+
+    async def rush(urls: list[str]) -> list[str]:
+        return await asyncio.gather(*(one_chat(urls[n % 2], "one ticket, please", "queue") for n in range(64)))
+
+    with (
+        serve_process("--state", redis_url, str(script)) as (_, first, _),
+        serve_process("--state", redis_url, str(script)) as (_, second, _),
+    ):
+        answers = asyncio.run(rush([first, second]))
+        assert sorted(answers) == ["sold out"] * 34 + ["ticket"] * 30  # exactly as many tickets as one server sells
+        journal = requests(second)
+        assert sorted(e["id"] for e in journal) == list(range(1, 65))
+        assert [e["matched"]["step"] for e in journal] == ["ticket"] * 30 + ["sold_out"] * 34  # in id order
+        [record] = httpx.get(first + "/_mockllm/conversations").json()
+        assert record["machines"][0]["uses"] == {"ticket": 30, "sold_out": 34}
+
+
+def test_scenarios_loaded_from_python_are_served_by_every_server_until_restore(redis_url: str, tmp_path: Path) -> None:
+    import mockllm
+
+    script = tmp_path / "greeter.mockllm"
+    script.write_text(GREETER)
+    with (
+        mockllm.serve(AGENT, state=redis_url, base=tmp_path) as first,
+        mockllm.serve(AGENT, state=redis_url, base=tmp_path) as second,
+    ):
+        assert first.load(script).scenarios == ("Greeter",)  # a path: each server reads the file
+        assert first.load(mockllm.scenario("Hi").step("hi").always().reply(mockllm.text("Hi there."))).scenarios == (
+            "Hi",
+        )
+        assert [s["name"] for s in second.scenarios()] == ["Three-round agent loop", "Greeter", "Hi"]
+        with openai_client(second.url, "python") as client:
+            for text, answer in [("hello", "hello from a posted scenario"), ("hi", "Hi there.")]:
+                messages: list[Any] = [{"role": "user", "content": text}]
+                completion = client.chat.completions.create(model="gpt-4o", messages=messages)
+                assert completion.choices[0].message.content == answer
+        assert first.requests()[0].location == f"{script}:3:5"  # the real file, on either server
+
+        first.restore()  # both servers go back to the library they started with
+        assert [s["name"] for s in second.scenarios()] == ["Three-round agent loop"]
+        assert second.requests() == []

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from mockllm.runtime.engine.journal import JournalEntry
     from mockllm.server.background import BackgroundServer
     from mockllm.server.options import ServerOptions
+    from mockllm.server.posted import Posted
 
 __all__ = [
     "LoadResult",
@@ -374,19 +375,32 @@ class MockServer:
         directory when the server was made). Errors raise :class:`DiagnosticsError`; nothing is loaded
         then."""
         chosen = base if base is not None else base_dir
-        return self._load_compiled(load(source, base=chosen if chosen is not None else self.options.scenario_base))
-
-    def _load_compiled(self, result: LoadResult) -> Loaded:
-        from mockllm.dsl.machines.compiler import merge
-
+        where = os.fspath(chosen if chosen is not None else self.options.scenario_base)
+        result = load(source, base=where)
         compiled = result.raise_for_errors()
-        engine = self._background().engine
-        base = engine.library
+        background = self._background()
+        store = background.store
+        background.run(store.sync_library)
+        library = background.engine.library
         names = tuple(m.name for m in compiled.machines)
-        replaced = tuple(m.name for m in base.machines if m.name in names) if base is not None else ()
-        if compiled.machines or compiled.fallback is not None:
-            engine.load(merge(base, compiled) if base is not None else compiled)
+        replaced = tuple(m.name for m in library.machines if m.name in names) if library is not None else ()
+        if compiled.machines or compiled.fallback is not None:  # shared with every server on the same state
+            posted = self._posted(source, where)
+            background.run(lambda: store.post_library(posted, compiled))
         return Loaded(names, replaced, result.warnings)
+
+    def _posted(self, source: Source, base: str) -> Posted:
+        """``source`` as the other servers sharing this one's state load it (see server/posted.py)."""
+        from mockllm.server.posted import Posted
+
+        root = os.path.realpath(self.options.scenario_base)
+        below = os.path.relpath(os.path.realpath(base), root)
+        if isinstance(source, ScenarioBuilder | ScriptBuilder | n.Scenario | n.ScriptFile):
+            text, name = _as_text(source)
+            return Posted(text, base=below, file=name)
+        if isinstance(source, str) and is_script_text(source):
+            return Posted(source, base=below, file="<text>")
+        return Posted("", path=os.path.relpath(os.path.realpath(os.path.join(base, os.fspath(source))), root))
 
     def clear(self) -> None:
         """Remove every scenario (``DELETE /_mockllm/scenarios``): the echo responder answers."""
@@ -408,11 +422,13 @@ class MockServer:
     def restore(self) -> None:
         """Back to the library the server started with, every conversation and the journal forgotten
         (in the shared store too, when the server keeps its state in Redis)."""
-        engine = self._background().engine
-        engine.load(self.library)
+        background = self._background()
+        engine = background.engine
         if self.options.state:
+            background.run(background.store.restore_library)  # every server sharing the state goes back
             self.reset()
         else:
+            engine.load(self.library)
             engine.reset()
 
     def requests(self) -> list[JournalEntry]:
