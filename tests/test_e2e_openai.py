@@ -16,7 +16,7 @@ import openai
 import pytest
 import sdk_errors
 from conftest import ServeText
-from provider_cases import CELSIUS_CALL, limited_then, one_reply, tool_loop
+from provider_cases import CELSIUS_CALL, TWO_AT_ONCE, limited_then, one_reply, tool_loop
 from sdk_clients import opened
 
 WEATHER = tool_loop(
@@ -271,3 +271,19 @@ def test_journal_keeps_unmatched_bodies_for_explain(serve_text: ServeText, tmp_p
     assert done.returncode == 1
     assert "mockllm: no step matched" in done.stdout + done.stderr
     assert 'last user message contains "weather in"' in done.stdout + done.stderr
+
+
+def test_parallel_tool_calls_whole_and_streamed(serve_text: ServeText) -> None:
+    ask: Any = [{"role": "user", "content": "both please"}]
+    with serve_text(TWO_AT_ONCE) as url:
+        c = client(url)
+        whole = c.chat.completions.create(model="m", messages=ask, tools=TOOLS)  # type: ignore[arg-type]
+        usage: Any = {"include_usage": True}
+        with c.chat.completions.stream(model="m", messages=ask, tools=TOOLS, stream_options=usage) as s:  # type: ignore[arg-type]
+            streamed = s.get_final_completion()
+    for out in (whole, streamed):
+        calls = out.choices[0].message.tool_calls or []
+        got = [(tc.function.name, json.loads(tc.function.arguments)) for tc in calls]  # type: ignore[union-attr]
+        assert got == [("get_weather", {"city": "Oslo"}), ("get_time", {})]
+        assert len({tc.id for tc in calls}) == 2 and out.choices[0].finish_reason == "tool_calls"
+        assert out.usage is not None and (out.usage.prompt_tokens, out.usage.completion_tokens) == (21, 8)

@@ -9,37 +9,8 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from mockllm.runtime.providers import events
+from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
-from mockllm.runtime.providers.common import (
-    SSE_UTF8_MEDIA,
-    FieldPath,
-    WireTurn,
-    as_bool,
-    as_object,
-    bearer_token,
-    error_type_for,
-    invalid_value,
-    json_response,
-    json_text,
-    load_json_object,
-    lower_headers,
-    objects,
-    one_of,
-    optional_bool,
-    optional_list,
-    optional_str,
-    pieces,
-    require,
-    require_int,
-    require_list,
-    require_object,
-    require_str,
-    sse_frame,
-    stream_response,
-    wire_turns,
-    wrong_type,
-)
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import anthropic_message_id, anthropic_request_id
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
@@ -72,62 +43,62 @@ CONTENT_SHAPE = "a string or an array of content blocks"
 # ---------------------------------------------------------------- parsing
 
 
-def _text_blocks(value: Any, path: FieldPath) -> str:
+def _text_blocks(value: Any, path: common.FieldPath) -> str:
     """``system``, a system message or a ``tool_result``'s content: a string, or text blocks joined
     with "\\n" (image and document blocks carry no text)."""
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
-        raise wrong_type(path, CONTENT_SHAPE, value)
+        raise common.wrong_type(path, CONTENT_SHAPE, value)
     texts: list[str] = []
     for i, raw in enumerate(value):
-        block = as_object(raw, path.at(i))
-        if require_str(block, "type", path.at(i)) == "text":
-            texts.append(require_str(block, "text", path.at(i)))
+        block = common.as_object(raw, path.at(i))
+        if common.require_str(block, "type", path.at(i)) == "text":
+            texts.append(common.require_str(block, "text", path.at(i)))
     return "\n".join(texts)
 
 
-def _turn(role: str, content: Any, path: FieldPath, call_names: dict[str, str]) -> WireTurn:
+def _turn(role: str, content: Any, path: common.FieldPath, call_names: dict[str, str]) -> common.WireTurn:
     if isinstance(content, str):
-        return WireTurn(content, True)
+        return common.WireTurn(content, True)
     if not isinstance(content, list):
-        raise wrong_type(path, CONTENT_SHAPE, content)
+        raise common.wrong_type(path, CONTENT_SHAPE, content)
     texts: list[str] = []
     calls: list[ToolCall] = []
     results: list[ToolResult] = []
     other = False
-    for at, block in objects(content, path):
-        kind = require_str(block, "type", at)
+    for at, block in common.objects(content, path):
+        kind = common.require_str(block, "type", at)
         if kind == "text":
-            texts.append(require_str(block, "text", at))
+            texts.append(common.require_str(block, "text", at))
         elif kind == "tool_use":
             if role != "assistant":
-                raise invalid_value(at.key("type"), "`tool_use` blocks are only allowed in assistant messages")
-            call_id = require_str(block, "id", at)
-            name = require_str(block, "name", at)
-            calls.append(ToolCall(call_id, name, require_object(block, "input", at)))
+                raise common.invalid_value(at.key("type"), "`tool_use` blocks are only allowed in assistant messages")
+            call_id = common.require_str(block, "id", at)
+            name = common.require_str(block, "name", at)
+            calls.append(ToolCall(call_id, name, common.require_object(block, "input", at)))
             call_names[call_id] = name
         elif kind == "tool_result":
             if role != "user":
-                raise invalid_value(at.key("type"), "`tool_result` blocks are only allowed in user messages")
-            use_id = require_str(block, "tool_use_id", at)
+                raise common.invalid_value(at.key("type"), "`tool_result` blocks are only allowed in user messages")
+            use_id = common.require_str(block, "tool_use_id", at)
             raw_content = block.get("content")
             text = "" if raw_content is None else _text_blocks(raw_content, at.key("content"))
-            is_error = bool(optional_bool(block, "is_error", at))
+            is_error = bool(common.optional_bool(block, "is_error", at))
             results.append(ToolResult(use_id, call_names.get(use_id), text, is_error))
         else:  # image, document, thinking, redacted_thinking, server tool blocks...: no text
             other = True
-    return WireTurn("\n".join(texts), bool(texts) or other or not results, tuple(calls), tuple(results))
+    return common.WireTurn("\n".join(texts), bool(texts) or other or not results, tuple(calls), tuple(results))
 
 
-def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
+def _tools(value: list[Any], path: common.FieldPath) -> tuple[Tool, ...]:
     tools: list[Tool] = []
-    for at, tool in objects(value, path):
-        name = require_str(tool, "name", at)
-        description = optional_str(tool, "description", at) or ""
-        kind = optional_str(tool, "type", at)
+    for at, tool in common.objects(value, path):
+        name = common.require_str(tool, "name", at)
+        description = common.optional_str(tool, "description", at) or ""
+        kind = common.optional_str(tool, "type", at)
         if kind is None or kind == "custom":
-            schema = require_object(tool, "input_schema", at)
+            schema = common.require_object(tool, "input_schema", at)
         else:  # a server tool (web_search_20250305, bash_..., text_editor_...): no schema
             schema = {}
         tools.append(Tool(name, description, schema))
@@ -135,15 +106,15 @@ def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
 
 
 def _parse(http: HttpRequest, *, need_max_tokens: bool, model: str | None = None) -> ChatRequest:
-    body = load_json_object(http.body)
-    root = FieldPath(dotted=True)
+    body = common.load_json_object(http.body)
+    root = common.FieldPath(dotted=True)
     if model is None:
-        model = require_str(body, "model", root)
+        model = common.require_str(body, "model", root)
     if need_max_tokens:
-        require_int(body, "max_tokens", root, minimum=1)
-    raw_messages = require_list(body, "messages", root)
+        common.require_int(body, "max_tokens", root, minimum=1)
+    raw_messages = common.require_list(body, "messages", root)
     if not raw_messages:
-        raise invalid_value(root.key("messages"), "at least one message is required")
+        raise common.invalid_value(root.key("messages"), "at least one message is required")
     system: list[str] = []
     if body.get("system") is not None:
         system.append(_text_blocks(body["system"], root.key("system")))
@@ -151,43 +122,43 @@ def _parse(http: HttpRequest, *, need_max_tokens: bool, model: str | None = None
     call_names: dict[str, str] = {}
     for i, raw in enumerate(raw_messages):
         at = root.key("messages").at(i)
-        obj = as_object(raw, at)
-        role = one_of(require(obj, "role", at), ROLES, at.key("role"))
-        content = require(obj, "content", at)
+        obj = common.as_object(raw, at)
+        role = common.one_of(common.require(obj, "role", at), ROLES, at.key("role"))
+        content = common.require(obj, "content", at)
         if role == "system":
             text = _text_blocks(content, at.key("content"))
             system.append(text)
             messages.append(Message("system", text, index=i))
             continue
         messages += _turn(role, content, at.key("content"), call_names).messages(role, i)
-    raw_tools = optional_list(body, "tools", root)
+    raw_tools = common.optional_list(body, "tools", root)
     stream = body.get("stream")
     thread, previous = _thread(body.get("thread"), root.key("thread"))
     return ChatRequest(
         provider="anthropic",
         endpoint=http.path,
         model=model,
-        stream=as_bool(stream, root.key("stream")) if stream is not None else False,
+        stream=common.as_bool(stream, root.key("stream")) if stream is not None else False,
         messages=tuple(messages),
         system="\n".join(system),
         tools=_tools(raw_tools, root.key("tools")) if raw_tools else (),
-        headers=lower_headers(http.headers),
+        headers=common.lower_headers(http.headers),
         body=body,
         previous_response_id=previous,
         thread=thread,
     )
 
 
-def _thread(value: Any, at: FieldPath) -> tuple[str | None, str | None]:
+def _thread(value: Any, at: common.FieldPath) -> tuple[str | None, str | None]:
     """The message-threads beta's ``thread``: ``{"type": "create"}`` keeps this conversation under the
     reply's id; ``{"type": "continue", "previous_message_id": …}`` sends only the new messages."""
     if value is None:
         return None, None
-    obj = as_object(value, at)
-    kind = one_of(require(obj, "type", at), ("create", "continue"), at.key("type"))
+    obj = common.as_object(value, at)
+    kind = common.one_of(common.require(obj, "type", at), ("create", "continue"), at.key("type"))
     if kind == "create":
         return kind, None
-    return kind, require_str(obj, "previous_message_id", at)
+    return kind, common.require_str(obj, "previous_message_id", at)
 
 
 def _block_index(chat: ChatRequest, message_index: int, use_id: str | None, fallback: int) -> int:
@@ -219,7 +190,7 @@ def _stop_reason(plan: MessagePlan) -> str:
 def _visible_text(plan: MessagePlan) -> tuple[str, tuple[str, ...]]:
     """The text block's text and pieces: the text, else the refusal wording."""
     if plan.text or plan.refusal is None:
-        return plan.text, pieces(plan.text_chunks, plan.text)
+        return plan.text, common.pieces(plan.text_chunks, plan.text)
     return plan.refusal, (plan.refusal,)
 
 
@@ -265,24 +236,23 @@ def _stream_headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
 
 
 def _event(data: dict[str, Any], content: bool = False) -> Frame:
-    return sse_frame(data, event=str(data["type"]), content=content)
+    return common.sse_frame(data, event=str(data["type"]), content=content)
 
 
 _PING = _event({"type": "ping"})
 _DETAILED_CODES = frozenset({"thread_not_found"})
 
 
-class _Framer:
+class _Framer(events.Blocks):
     """``message_start``; one content block at a time (thinking with its signature, the text -- or the
     refusal's wording when there is no text --, each ``tool_use`` with ``input_json_delta`` pieces),
     a ``ping`` after the first block starts; ``message_delta`` with the stop reason and usage;
     ``message_stop``."""
 
     def __init__(self, plan: MessagePlan, ctx: RenderContext) -> None:
+        super().__init__()
         self.plan = plan
         self.ctx = ctx
-        self.index = 0
-        self.open = False
 
     def start(self, block: dict[str, Any]) -> list[Frame]:
         self.open = True
@@ -295,10 +265,7 @@ class _Framer:
         return _event({"type": "content_block_delta", "index": self.index, "delta": delta}, content=content)
 
     def stop(self) -> Frame:
-        frame = _event({"type": "content_block_stop", "index": self.index})
-        self.index += 1
-        self.open = False
-        return frame
+        return self.closed(_event({"type": "content_block_stop", "index": self.index}))
 
     def frame(self, event: events.Event) -> list[Frame]:
         plan = self.plan
@@ -355,8 +322,8 @@ class AnthropicAdapter(BaseAdapter):
     # -------------------------------------------------------------- requests
 
     def check_auth(self, http: HttpRequest) -> ProviderError | None:
-        headers = lower_headers(http.headers)
-        if not headers.get("x-api-key", "").strip() and bearer_token(headers) is None:
+        headers = common.lower_headers(http.headers)
+        if not headers.get("x-api-key", "").strip() and common.bearer_token(headers) is None:
             return ProviderError(401, "x-api-key header is required")
         if not headers.get("anthropic-version", "").strip():
             return ProviderError(400, "anthropic-version: header is required")
@@ -368,7 +335,7 @@ class AnthropicAdapter(BaseAdapter):
     def validate_history(self, chat: ChatRequest) -> None:
         if chat.thread == "continue":
             return  # the calls these results answer live in the thread the engine prepends
-        turns = wire_turns(chat.messages)
+        turns = common.wire_turns(chat.messages)
         if turns and turns[0][1] != "user":
             raise ProviderError(400, f'messages.{turns[0][0]}: first message must use the "user" role')
         previous_calls: tuple[str, ...] = ()
@@ -402,7 +369,7 @@ class AnthropicAdapter(BaseAdapter):
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
             frames = events.stream_frames(plan, _Framer(plan, ctx), interleave=False)  # blocks never overlap
-            return stream_response(frames, media_type=SSE_UTF8_MEDIA, headers=_stream_headers(ctx))
+            return common.stream_response(frames, media_type=common.SSE_UTF8_MEDIA, headers=_stream_headers(ctx))
         content: list[dict[str, Any]] = []
         if plan.thinking is not None:
             content.append({"type": "thinking", "thinking": plan.thinking, "signature": signature(plan.thinking)})
@@ -421,7 +388,7 @@ class AnthropicAdapter(BaseAdapter):
             "stop_sequence": None,
             "usage": _usage(plan),
         }
-        return json_response(payload, headers=_headers(ctx))
+        return common.json_response(payload, headers=_headers(ctx))
 
     def render_error(
         self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
@@ -429,7 +396,7 @@ class AnthropicAdapter(BaseAdapter):
         """``{"type":"error","error":{type,message},"request_id"}``; ``code`` becomes
         ``error.details.error_code`` for the codes the SDK acts on (``param`` unused)."""
         error: dict[str, Any] = {
-            "type": error_type_for(status, ERROR_TYPES, "invalid_request_error", "api_error"),
+            "type": common.error_type_for(status, ERROR_TYPES, "invalid_request_error", "api_error"),
             "message": message,
         }
         request_id = anthropic_request_id(ctx.request_id)
@@ -437,10 +404,14 @@ class AnthropicAdapter(BaseAdapter):
             error["details"] = {"error_code": code}
         payload = {"type": "error", "error": error, "request_id": request_id}
         retry = "true" if status in (408, 409, 429) or status >= 500 else "false"
-        return json_response(payload, status=status, headers=(("request-id", request_id), ("x-should-retry", retry)))
+        return common.json_response(
+            payload, status=status, headers=(("request-id", request_id), ("x-should-retry", retry))
+        )
 
     def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
-        return sse_frame({"type": "error", "error": {"type": "api_error", "message": message}}, event="error").data
+        return common.sse_frame(
+            {"type": "error", "error": {"type": "api_error", "message": message}}, event="error"
+        ).data
 
     def models(self, model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
         return models_response(model_ids, ctx)
@@ -459,8 +430,8 @@ def input_text(chat: ChatRequest) -> str:
         if m.role == "system":
             continue
         parts.append(m.text)
-        parts += [c.name + json_text(c.arguments) for c in m.tool_calls]
-    parts += [t.name + t.description + json_text(dict(t.parameters)) for t in chat.tools]
+        parts += [c.name + common.json_text(c.arguments) for c in m.tool_calls]
+    parts += [t.name + t.description + common.json_text(dict(t.parameters)) for t in chat.tools]
     return "\n".join(p for p in parts if p)
 
 
@@ -475,7 +446,7 @@ def count_tokens(http: HttpRequest, ctx: RenderContext) -> Rendered:
     answers ``{"input_tokens": N}`` (about one token per four characters). Raises
     :class:`ProviderError` for a body the real API would reject."""
     chat = _parse(http, need_max_tokens=False)
-    return json_response({"input_tokens": tokens.estimate(input_text(chat))}, headers=_headers(ctx))
+    return common.json_response({"input_tokens": tokens.estimate(input_text(chat))}, headers=_headers(ctx))
 
 
 def models_response(model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
@@ -489,7 +460,7 @@ def models_response(model_ids: Sequence[str], ctx: RenderContext) -> Rendered:
         "first_id": ids[0] if ids else None,
         "last_id": ids[-1] if ids else None,
     }
-    return json_response(payload, headers=_headers(ctx))
+    return common.json_response(payload, headers=_headers(ctx))
 
 
 __all__ = ["AnthropicAdapter", "count_tokens", "models_response", "parse_body", "signature"]

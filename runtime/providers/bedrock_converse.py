@@ -251,16 +251,15 @@ def render_converse(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) ->
     return Rendered(status=200, media_type=JSON_MEDIA, headers=headers, body=json_bytes(payload))
 
 
-class _Framer:
+class _Framer(events.Blocks):
     """``messageStart``; per content block its deltas and ``contentBlockStop`` (reasoning text then its
     signature; the text -- or the refusal's wording when there is no text; each tool call opened by
     ``contentBlockStart`` with its id and name, then ``toolUse.input`` pieces); ``messageStop`` with the
     stop reason; ``metadata`` with usage and metrics. Each message carries Bedrock's ``p`` padding."""
 
     def __init__(self, plan: MessagePlan) -> None:
+        super().__init__()  # a block is open once it has had a delta
         self.plan = plan
-        self.index = 0  # the content block being sent
-        self.open = False  # whether it has had a delta yet
         self.sent = 0  # messages so far (the padding varies with it)
 
     def add(self, kind: str, payload: dict[str, Any], content: bool = False) -> Frame:
@@ -273,10 +272,7 @@ class _Framer:
         return self.add("contentBlockDelta", {"contentBlockIndex": self.index, "delta": delta}, content)
 
     def stop(self) -> Frame:
-        frame = self.add("contentBlockStop", {"contentBlockIndex": self.index})
-        self.index += 1
-        self.open = False
-        return frame
+        return self.closed(self.add("contentBlockStop", {"contentBlockIndex": self.index}))
 
     def frame(self, event: events.Event) -> list[Frame]:
         plan = self.plan

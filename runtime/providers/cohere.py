@@ -13,32 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mockllm.runtime.providers import events
+from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
-from mockllm.runtime.providers.common import (
-    SSE_MEDIA,
-    FieldPath,
-    bearer_token,
-    invalid_value,
-    json_response,
-    json_text,
-    load_json_object,
-    lower_headers,
-    objects,
-    one_of,
-    optional_bool,
-    optional_list,
-    optional_object,
-    optional_str,
-    parse_json_arguments,
-    require,
-    require_list,
-    require_object,
-    require_str,
-    sse_frame,
-    stream_response,
-    wrong_type,
-)
 from mockllm.runtime.reply.ids import hex_id
 from mockllm.runtime.reply.plan import FinishReason, MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
@@ -52,7 +28,7 @@ FINISH: dict[FinishReason, str] = {
     "content_filter": "ERROR",
 }
 NO_KEY_MESSAGE = "no api key supplied"
-_ROOT = FieldPath()
+_ROOT = common.FieldPath()
 _CONTENT = "a string or an array of content parts"
 _TOOL_PARTS = ("text", "document")
 
@@ -80,7 +56,7 @@ def arguments_text(call: PlannedToolCall) -> str:
 # ---------------------------------------------------------------- parsing
 
 
-def _part_text(value: Any, path: FieldPath, *, nullable: bool = False, tool: bool = False) -> str:
+def _part_text(value: Any, path: common.FieldPath, *, nullable: bool = False, tool: bool = False) -> str:
     """A message's text: a string, or its ``text`` parts joined with "\\n" (image and thinking parts
     carry no text). In a tool result (``tool``) parts are ``text`` or ``document``, whose ``data`` (a
     string, or an object written as JSON) is read as text."""
@@ -89,63 +65,69 @@ def _part_text(value: Any, path: FieldPath, *, nullable: bool = False, tool: boo
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
-        raise wrong_type(path, _CONTENT, value)
+        raise common.wrong_type(path, _CONTENT, value)
     texts: list[str] = []
-    for at, part in objects(value, path):
-        kind = one_of(require(part, "type", at), _TOOL_PARTS, at.key("type")) if tool else require_str(part, "type", at)
+    for at, part in common.objects(value, path):
+        kind = (
+            common.one_of(common.require(part, "type", at), _TOOL_PARTS, at.key("type"))
+            if tool
+            else common.require_str(part, "type", at)
+        )
         if kind == "text":
-            texts.append(require_str(part, "text", at))
+            texts.append(common.require_str(part, "text", at))
         elif kind == "document":
-            data = require(require_object(part, "document", at), "data", at.key("document"))
-            texts.append(data if isinstance(data, str) else json_text(data))
+            data = common.require(common.require_object(part, "document", at), "data", at.key("document"))
+            texts.append(data if isinstance(data, str) else common.json_text(data))
     return "\n".join(texts)
 
 
-def _tool_calls(value: list[Any], path: FieldPath) -> tuple[ToolCall, ...]:
+def _tool_calls(value: list[Any], path: common.FieldPath) -> tuple[ToolCall, ...]:
     calls: list[ToolCall] = []
-    for at, call in objects(value, path):
-        function = require_object(call, "function", at)
+    for at, call in common.objects(value, path):
+        function = common.require_object(call, "function", at)
         fn_at = at.key("function")
-        name = require_str(function, "name", fn_at)
-        arguments = optional_str(function, "arguments", fn_at)
-        calls.append(ToolCall(optional_str(call, "id", at), name, parse_json_arguments(arguments or "{}")))
+        name = common.require_str(function, "name", fn_at)
+        arguments = common.optional_str(function, "arguments", fn_at)
+        calls.append(
+            ToolCall(common.optional_str(call, "id", at), name, common.parse_json_arguments(arguments or "{}"))
+        )
     return tuple(calls)
 
 
-def _tools(value: list[Any], path: FieldPath) -> tuple[Tool, ...]:
+def _tools(value: list[Any], path: common.FieldPath) -> tuple[Tool, ...]:
     tools: list[Tool] = []
-    for at, tool in objects(value, path):
-        one_of(require(tool, "type", at), ("function",), at.key("type"))
-        function = require_object(tool, "function", at)
+    for at, tool in common.objects(value, path):
+        common.one_of(common.require(tool, "type", at), ("function",), at.key("type"))
+        function = common.require_object(tool, "function", at)
         fn_at = at.key("function")
-        name = require_str(function, "name", fn_at)
-        description = optional_str(function, "description", fn_at) or ""
-        tools.append(Tool(name, description, optional_object(function, "parameters", fn_at) or {}))
+        name = common.require_str(function, "name", fn_at)
+        description = common.optional_str(function, "description", fn_at) or ""
+        tools.append(Tool(name, description, common.optional_object(function, "parameters", fn_at) or {}))
     return tuple(tools)
 
 
-def _messages(raw: list[Any], path: FieldPath) -> tuple[list[Message], list[str]]:
+def _messages(raw: list[Any], path: common.FieldPath) -> tuple[list[Message], list[str]]:
     messages: list[Message] = []
     system: list[str] = []
     names: dict[str, str] = {}
-    for i, (at, obj) in enumerate(objects(raw, path)):
-        role = one_of(require(obj, "role", at), ROLES, at.key("role"))
+    for i, (at, obj) in enumerate(common.objects(raw, path)):
+        role = common.one_of(common.require(obj, "role", at), ROLES, at.key("role"))
         if role == "system":
-            text = _part_text(require(obj, "content", at), at.key("content"))
+            text = _part_text(common.require(obj, "content", at), at.key("content"))
             system.append(text)
             messages.append(Message("system", text, index=i))
         elif role == "user":
-            messages.append(Message("user", _part_text(require(obj, "content", at), at.key("content")), index=i))
+            messages.append(Message("user", _part_text(common.require(obj, "content", at), at.key("content")), index=i))
         elif role == "assistant":
             text = _part_text(obj.get("content"), at.key("content"), nullable=True)
-            plan = optional_str(obj, "tool_plan", at)
-            raw_calls = optional_list(obj, "tool_calls", at)
+            plan = common.optional_str(obj, "tool_plan", at)
+            raw_calls = common.optional_list(obj, "tool_calls", at)
             calls = _tool_calls(raw_calls, at.key("tool_calls")) if raw_calls else ()
             names.update((c.id, c.name) for c in calls if c.id is not None)
             messages.append(Message("assistant", text or plan or "", tool_calls=calls, index=i))
         else:
-            call = require_str(obj, "tool_call_id", at)
-            text = _part_text(require(obj, "content", at), at.key("content"), tool=True)
+            call = common.require_str(obj, "tool_call_id", at)
+            text = _part_text(common.require(obj, "content", at), at.key("content"), tool=True)
             messages.append(Message("tool", text, tool_result=ToolResult(call, names.get(call), text), index=i))
     return messages, system
 
@@ -190,7 +172,7 @@ def response_payload(plan: MessagePlan, ctx: RenderContext) -> dict[str, Any]:
 
 
 def _event(data: dict[str, Any], content: bool = False) -> Frame:
-    return sse_frame(data, event=data["type"], content=content)
+    return common.sse_frame(data, event=data["type"], content=content)
 
 
 def _content(kind: str, index: int, piece: str) -> Frame:
@@ -198,7 +180,7 @@ def _content(kind: str, index: int, piece: str) -> Frame:
     return _event({"type": "content-delta", "index": index, "delta": delta}, content=True)
 
 
-class _Framer:
+class _Framer(events.Blocks):
     """Cohere's events: content blocks (``content-start``, ``content-delta``…, ``content-end``) for
     thinking and text, numbered from 0; with tool calls the text is the ``tool-plan-delta`` events and
     each call is ``tool-call-start``, ``tool-call-delta``… and ``tool-call-end`` (a call without
@@ -206,10 +188,9 @@ class _Framer:
     Cohere has no refusal field: a refusal is said as the text's last piece."""
 
     def __init__(self, plan: MessagePlan, ctx: RenderContext) -> None:
+        super().__init__()
         self.plan = plan
         self.ctx = ctx
-        self.index = 0  # the open content block's
-        self.text_open = False
         self.nulled: set[int] = set()  # calls without arguments whose "null" is sent
 
     def frame(self, event: events.Event) -> list[Frame]:
@@ -226,14 +207,13 @@ class _Framer:
             case events.ThinkingEnd():
                 return [self.block_end()]
             case events.TextStart() if not plan.tool_calls and (plan.text or plan.refusal or plan.thinking is None):
-                self.text_open = True
                 return [self.block_start("text")]
             case events.TextDelta(text=piece):
                 return [self.said(piece)]
-            case events.TextEnd() if self.text_open and not plan.refusal:
+            case events.TextEnd() if self.open and not plan.refusal:
                 return [self.block_end()]
             case events.Refusal(text=refusal) if refusal:
-                return [self.said(refusal), *([self.block_end()] if self.text_open else [])]
+                return [self.said(refusal), *([self.block_end()] if self.open else [])]
             case events.ToolCallStart(index=i, call=call):
                 first = {"id": call_id(call), "type": "function", "function": {"name": call.name, "arguments": ""}}
                 return [_event({"type": "tool-call-start", "index": i, "delta": {"message": {"tool_calls": first}}})]
@@ -253,12 +233,12 @@ class _Framer:
         return []
 
     def block_start(self, kind: str) -> Frame:
+        self.open = True
         content = {"type": kind, kind: ""}
         return _event({"type": "content-start", "index": self.index, "delta": {"message": {"content": content}}})
 
     def block_end(self) -> Frame:
-        self.index += 1
-        return _event({"type": "content-end", "index": self.index - 1})
+        return self.closed(_event({"type": "content-end", "index": self.index}))
 
     def said(self, piece: str) -> Frame:
         """A piece of the answer's text: of the tool plan when there are calls, else of the text block."""
@@ -273,31 +253,31 @@ class CohereAdapter(BaseAdapter):
     # -------------------------------------------------------------- requests
 
     def check_auth(self, http: HttpRequest) -> ProviderError | None:
-        return ProviderError(401, NO_KEY_MESSAGE) if bearer_token(http.headers) is None else None
+        return ProviderError(401, NO_KEY_MESSAGE) if common.bearer_token(http.headers) is None else None
 
     def parse(self, http: HttpRequest) -> ChatRequest:
-        body = load_json_object(http.body)
+        body = common.load_json_object(http.body)
         root = _ROOT
-        model = require_str(body, "model", root)
-        raw_messages = require_list(body, "messages", root)
+        model = common.require_str(body, "model", root)
+        raw_messages = common.require_list(body, "messages", root)
         if not raw_messages:
-            raise invalid_value(root.key("messages"), "must contain at least one message")
+            raise common.invalid_value(root.key("messages"), "must contain at least one message")
         messages, system = _messages(raw_messages, root.key("messages"))
-        raw_tools = optional_list(body, "tools", root)
+        raw_tools = common.optional_list(body, "tools", root)
         tools = _tools(raw_tools, root.key("tools")) if raw_tools else ()
         if body.get("tool_choice") is not None:
-            choice = one_of(body["tool_choice"], TOOL_CHOICES, root.key("tool_choice"))
+            choice = common.one_of(body["tool_choice"], TOOL_CHOICES, root.key("tool_choice"))
             if choice == "REQUIRED" and not tools:
-                raise invalid_value(root.key("tool_choice"), "REQUIRED needs at least one tool in 'tools'")
+                raise common.invalid_value(root.key("tool_choice"), "REQUIRED needs at least one tool in 'tools'")
         return ChatRequest(
             provider="cohere",
             endpoint=http.path,
             model=model,
-            stream=bool(optional_bool(body, "stream", root)),
+            stream=bool(common.optional_bool(body, "stream", root)),
             messages=tuple(messages),
             system="\n".join(system),
             tools=tools,
-            headers=lower_headers(http.headers),
+            headers=common.lower_headers(http.headers),
             body=body,
         )
 
@@ -323,8 +303,8 @@ class CohereAdapter(BaseAdapter):
         headers = trace_headers(ctx)
         if chat.stream:
             frames = events.stream_frames(plan, _Framer(plan, ctx))
-            return stream_response(frames, media_type=SSE_MEDIA, headers=headers)
-        return json_response(response_payload(plan, ctx), headers=headers)
+            return common.stream_response(frames, media_type=common.SSE_MEDIA, headers=headers)
+        return common.json_response(response_payload(plan, ctx), headers=headers)
 
     def render_error(
         self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
@@ -332,7 +312,7 @@ class CohereAdapter(BaseAdapter):
         """``{"id": "<uuid>", "message": "…"}``: the SDK raises its class for the status
         (``TooManyRequestsError`` for 429, ``InternalServerError`` for 500, …)."""
         body = {"id": uuid_for(ctx.request_id), "message": message}
-        return json_response(body, status=status, headers=trace_headers(ctx))
+        return common.json_response(body, status=status, headers=trace_headers(ctx))
 
     def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
         return _event({"type": "message-end", "delta": {"error": message, "finish_reason": "ERROR"}}).data

@@ -174,6 +174,21 @@ def reply_events(plan: MessagePlan, *, interleave: bool | None = None) -> Iterat
     yield End()
 
 
+class Blocks:
+    """The content blocks of a framed answer, for framers whose API numbers them (Anthropic, Bedrock
+    Converse, Cohere): ``index`` is the current block's, ``open`` whether it has begun. Subclass it."""
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.open = False
+
+    def closed(self, frame: Frame) -> Frame:
+        """``frame``, which ends the current block; the next block is current from now on."""
+        self.index += 1
+        self.open = False
+        return frame
+
+
 class Framer(Protocol):
     """One streamed answer's framing in one API's format: made per response (it may keep state, such
     as the index of the open content block), fed every event in order."""
