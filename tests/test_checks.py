@@ -20,6 +20,7 @@ from mockllm.dsl.tree.nodes import (
     Condition,
     Consumption,
     Defaults,
+    Disconnect,
     Duration,
     Echo,
     Error,
@@ -39,6 +40,7 @@ from mockllm.dsl.tree.nodes import (
     Status,
     Step,
     Stream,
+    StreamError,
     Subject,
     Text,
     Thinking,
@@ -314,6 +316,8 @@ def test_usage_goes_with_vectors() -> None:
         ((Usage(3, 0), Vector((1.0,)), Text("t")), "`text` conflicts with `vector`", "`vector` lines answer an embed"),
         ((Usage(3, 0), Text("t"), Vector((1.0,))), "`vector` conflicts with `text`", "`vector` lines answer an embed"),
         ((Usage(3, 0), Echo()), "`echo` conflicts with `usage`", "`echo` writes the answer itself"),
+        ((Vector((1.0,)), Disconnect(2)), "`disconnect` conflicts with `vector`", "an embedding answer is one whole"),
+        ((StreamError("x", 1), Vector((1.0,))), "`vector` conflicts with `stream error`", "an embedding answer is one"),
     ],
 )
 def test_usage_conflicts_where_an_answer_does(elements: tuple[object, ...], message: str, hint: str) -> None:

@@ -99,6 +99,7 @@ _SINGLE = (
     InterleaveCalls,
     VectorsFrom,
 )
+_CUTS = (Disconnect, StreamError)
 _LATER = "to fail first and answer later, use two steps"
 _RAW = "`status` and `body` send a raw response exactly as written"
 _TWO_STEPS = 'give each kind of request its own step (`when: endpoint is "embeddings"`, `"moderations"`, `"chat"`)'
@@ -132,6 +133,11 @@ _KIND_HINTS[frozenset({"usage", "flags"})] = "a moderation answer reports no tok
 #: kinds that share a reply: token usage with a chat answer, or with vectors (the input count)
 _TOGETHER = (frozenset({"usage", "answer"}), frozenset({"usage", "vectors"}))
 _HANG_HINT = "`hang` never answers, so only `latency` may go with it"
+#: `disconnect` and `stream error` cut a stream in the middle; an embedding answer is one whole body
+_CUT_VECTORS_HINT = (
+    "an embedding answer is one whole body, with no middle to cut: to drop the connection instead of "
+    "answering, give `disconnect` a step of its own"
+)
 
 
 def check_elements(r: Reporter, elements: Sequence[ReplyElement], file: str, block: str = "reply") -> None:
@@ -151,6 +157,8 @@ def check_elements(r: Reporter, elements: Sequence[ReplyElement], file: str, blo
             for other_kind, other in first_of_kind.items():
                 if other_kind != kind and frozenset({kind, other_kind}) not in _TOGETHER:
                     hint = _HANG_HINT if "hang" in (kind, other_kind) else _KIND_HINTS[frozenset({kind, other_kind})]
+                    if "vectors" in (kind, other_kind) and (isinstance(el, _CUTS) or isinstance(other, _CUTS)):
+                        hint = _CUT_VECTORS_HINT
                     conflict = (other, hint)
                     break
         if conflict is None and hang is not None and not isinstance(el, Latency):
