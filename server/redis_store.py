@@ -65,11 +65,13 @@ _T = TypeVar("_T")
 # The version counter starts from the server's clock in microseconds when Redis has none (a fresh or
 # restarted Redis), so versions never repeat across restarts.
 _NEXT_VERSION = """
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local counted = redis.call('INCR', KEYS[1])
+if counted == 1 then
   local t = redis.call('TIME')
-  redis.call('SET', KEYS[1], tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  counted = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  redis.call('SET', KEYS[1], counted)
 end
-return redis.call('INCR', KEYS[1])
+return counted
 """
 
 
@@ -81,7 +83,7 @@ def _commit_script() -> str:
     entry, used step ("" none), response ("" none), response id. Answers {1, first entry id, version}
     (the turns' entry ids follow one another); when the library changed, {2}; when the version is not
     the expected one, {0, version, states}."""
-    next_version = _NEXT_VERSION.replace("KEYS[1]", "KEYS[6]").replace("return redis.call", "v = redis.call")
+    next_version = _NEXT_VERSION.replace("KEYS[1]", "KEYS[6]").replace("return counted", "v = counted")
     return f"""
 if tonumber(redis.call('HGET', KEYS[7], 'g') or '0') ~= tonumber(ARGV[7]) then
   return {{2}}
@@ -100,9 +102,11 @@ end
 redis.call('EXPIRE', KEYS[1], ttl)
 local now = tonumber(ARGV[4])
 redis.call('ZADD', KEYS[2], now, ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
 local count = tonumber(ARGV[8])
 local first = redis.call('INCRBY', KEYS[4], count) - count + 1
+if first % 64 < count then  -- now and then: forget the conversations idle past the ttl
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
+end
 for i = 0, count - 1 do
   local at = 9 + 4 * i
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[6], (first + i) .. '-1', 'e', ARGV[at])
@@ -127,7 +131,7 @@ return {h[1] or '0', h[2] or '0', h[3] or 'start', redis.call('LRANGE', KEYS[2],
 # KEYS: library, posts, versions. ARGV: "post" (ARGV[2] the post), "clear" or "restore". Answers the
 # library as _READ_LIBRARY does.
 CHANGE_LIBRARY = (
-    _NEXT_VERSION.replace("KEYS[1]", "KEYS[3]").replace("return redis.call", "local v = redis.call")
+    _NEXT_VERSION.replace("KEYS[1]", "KEYS[3]").replace("return counted", "local v = counted")
     + """
 if ARGV[1] == 'post' then
   redis.call('RPUSH', KEYS[2], ARGV[2])
