@@ -85,6 +85,21 @@ scenario "s":
 """
 
 
+def scripted_vector(provider: str, model: str | None = None) -> str:
+    """A script whose one step answers ``provider``'s embedding requests (for ``model``, when given)
+    with the vector [0.6, 0.8]."""
+    for_model = f'\n            model is "{model}"' if model else ""
+    return f"""
+scenario "Vectors":
+    step embed:
+        when:
+            provider is {provider}
+            endpoint is "embeddings"{for_model}
+        reply:
+            vector [0.6, 0.8]
+"""
+
+
 #: two tool calls in one answer: get_weather for Oslo and get_time without arguments
 TWO_AT_ONCE = """
 scenario "Two calls in one answer":

@@ -16,7 +16,7 @@ import openai
 import pytest
 import sdk_errors
 from conftest import ServeText
-from provider_cases import CITY_CALL, SUNNY_BY_MODEL, ask, limited_then, tool_loop
+from provider_cases import CITY_CALL, SUNNY_BY_MODEL, ask, limited_then, scripted_vector, tool_loop
 from sdk_clients import AZURE_API_VERSION as VERSION
 from sdk_clients import azure as azure_client
 from sdk_clients import conversation, opened
@@ -306,16 +306,7 @@ def test_v1_routes_take_the_openai_client(serve_text: ServeText) -> None:
 
 
 def test_embeddings_on_a_deployment(serve_text: ServeText) -> None:
-    script = """
-scenario "Vectors":
-    step embed:
-        when:
-            provider is azure
-            endpoint is "embeddings"
-            model is "embedder"
-        reply:
-            vector [0.6, 0.8]
-"""
+    script = scripted_vector("azure", "embedder")
     with serve_text(script) as url:
         client = azure(url)
         scripted = client.embeddings.create(model="embedder", input="anything")

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import urllib3
 from conftest import ServeText
-from provider_cases import CELSIUS_CALL, limited_then, one_reply, tool_loop
+from provider_cases import CELSIUS_CALL, limited_then, one_reply, scripted_vector, tool_loop
 from sdk_clients import bedrock
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
@@ -478,15 +478,7 @@ def test_titan_and_cohere_embeddings(serve_text: ServeText) -> None:
 
 
 def test_scripted_embedding(serve_text: ServeText) -> None:
-    script = """
-scenario "e":
-    step a:
-        when:
-            endpoint is "embeddings"
-            provider is bedrock
-        reply:
-            vector [0.6, 0.8]
-"""
+    script = scripted_vector("bedrock")
     with serve_text(script) as url:
         r = bedrock(url).invoke_model(modelId="amazon.titan-embed-text-v2:0", body=json.dumps({"inputText": "hi"}))
     assert json.loads(r["body"].read())["embedding"] == pytest.approx([0.6, 0.8], abs=1e-6)

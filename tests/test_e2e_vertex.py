@@ -20,7 +20,7 @@ from conftest import ServeText
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
-from provider_cases import CITY_CALL, SUNNY_BY_MODEL, limited_then, tool_loop
+from provider_cases import CITY_CALL, SUNNY_BY_MODEL, limited_then, scripted_vector, tool_loop
 from sdk_clients import conversation, opened
 from sdk_clients import vertex as vertex_client
 
@@ -203,16 +203,7 @@ def test_count_tokens(serve_text: ServeText) -> None:
 
 
 def test_embeddings(serve_text: ServeText) -> None:
-    script = """
-scenario "Vectors":
-    step embed:
-        when:
-            provider is vertex
-            endpoint is "embeddings"
-            model is "embedder"
-        reply:
-            vector [0.6, 0.8]
-"""
+    script = scripted_vector("vertex", "embedder")
     with serve_text(script) as url:
         client = vertex(url)
         scripted = client.models.embed_content(model="embedder", contents="anything")
