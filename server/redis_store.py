@@ -61,6 +61,8 @@ CONNECTIONS = 64  # per process; more concurrent requests wait for one
 MAX_ATTEMPTS = 50  # conflicting commits of one request before it is answered 503
 MAX_BATCH = 64  # turns of one conversation committed together at most
 _T = TypeVar("_T")
+# one encoder for every value this store writes (json.dumps builds a new one per call when given options)
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 # The version counter starts from the server's clock in microseconds when Redis has none (a fresh or
 # restarted Redis), so versions never repeat across restarts.
@@ -200,10 +202,10 @@ def _packing(connection: type[Any]) -> type[Any]:
 
 
 class _Lane:
-    """The commit's own connections to Redis: redis-py's connections (the client's settings, one
-    deadline for the whole exchange instead of a timer task per write), each running one command at a
-    time, without the client's per-command pool locks, retries and metrics -- most of the client's
-    cost per request."""
+    """The commit's own connections to Redis: redis-py's connections (the client's settings), each
+    running one command at a time, without the client's per-command pool locks, retries and metrics
+    -- most of the client's cost per request. One watchdog holds every exchange to its deadline
+    instead of a timer per exchange (``asyncio.timeout`` costs a request as much as Redis's own work)."""
 
     def __init__(self, pool: Any, size: int, redis: Any, timeout: float) -> None:
         self._pool = pool
@@ -212,6 +214,9 @@ class _Lane:
         self._replies = redis.exceptions.ResponseError  # an error reply: the connection stays usable
         self._timeout_error = redis.exceptions.TimeoutError
         self._timeout = timeout
+        self._busy: dict[asyncio.Task[Any], float] = {}  # the exchanges under way and their deadlines
+        self._late: set[asyncio.Task[Any]] = set()  # those the watchdog interrupted
+        self._watchdog: asyncio.Task[None] | None = None
 
     def _connection(self) -> Any:
         pool = self._pool
@@ -222,26 +227,57 @@ class _Lane:
         """The answer to the command ``args`` (an error reply raised as redis-py raises it)."""
         async with self._slots:
             connection = self._idle.pop() if self._idle else self._connection()
+            task = asyncio.current_task()
+            assert task is not None
+            busy = self._busy
+            busy[task] = asyncio.get_running_loop().time() + self._timeout
+            if self._watchdog is None:
+                self._watchdog = asyncio.ensure_future(self._watch())
             try:
-                async with asyncio.timeout(self._timeout):
-                    await connection.send_packed_command(connection.pack_command(*args), check_health=False)
-                    answer = await connection.read_response()
+                await connection.send_packed_command(connection.pack_command(*args), check_health=False)
+                answer = await connection.read_response()
             except self._replies:
+                del busy[task]
                 self._idle.append(connection)
                 raise
             except BaseException as exc:  # a broken or interrupted exchange: this connection, and the idle
-                await connection.disconnect()  # ones (to a Redis that may have gone), are not used again
+                del busy[task]  # ones (to a Redis that may have gone), are not used again
+                late = task in self._late
+                if late:  # the watchdog's doing, unless the task was also cancelled from elsewhere
+                    self._late.discard(task)
+                    late = isinstance(exc, asyncio.CancelledError) and task.uncancel() == 0
+                await connection.disconnect()
                 await self.close()
-                if isinstance(exc, TimeoutError):
+                if late:
                     raise self._timeout_error(f"no answer from Redis within {self._timeout:g}s") from None
                 raise
+            del busy[task]
             self._idle.append(connection)
             return answer
+
+    async def _watch(self) -> None:
+        """Interrupt the exchanges past their deadline, a few times per deadline."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self._timeout / 4)
+            now = loop.time()
+            for task, deadline in list(self._busy.items()):
+                if deadline <= now and task not in self._late:
+                    self._late.add(task)
+                    task.cancel()
 
     async def close(self) -> None:
         idle, self._idle = self._idle, []
         for connection in idle:
             await connection.disconnect()
+
+    async def stop(self) -> None:
+        """Close the connections and stop the watchdog."""
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.cancel()
+            await asyncio.gather(watchdog, return_exceptions=True)
+        await self.close()
 
 
 def check_url(url: str) -> str:
@@ -297,7 +333,9 @@ class RedisStore(StateStore):
         journal_limit: int = 10_000,
         entry_body_bytes: int = DEFAULT_ENTRY_BODY_BYTES,
         cache_size: int = 10_000,
+        timeout: float = 10.0,
     ) -> None:
+        """``timeout``: how long to wait for a connection to Redis and for each of its answers."""
         super().__init__(engine)
         redis = _redis_module()
         self.url = check_url(url)
@@ -307,10 +345,10 @@ class RedisStore(StateStore):
         pool = redis.asyncio.BlockingConnectionPool.from_url(
             url,
             max_connections=CONNECTIONS,
-            timeout=10.0,
+            timeout=timeout,
             decode_responses=True,
-            socket_connect_timeout=5.0,
-            socket_timeout=10.0,
+            socket_connect_timeout=min(5.0, timeout),
+            socket_timeout=timeout,
         )
         pool.connection_class = _packing(pool.connection_class)
         self._pool = pool
@@ -320,7 +358,7 @@ class RedisStore(StateStore):
             redis.exceptions.TimeoutError,
         )
         self._commit = self._client.register_script(_commit_script())
-        self._lane = _Lane(pool, CONNECTIONS, redis, timeout=10.0)
+        self._lane = _Lane(pool, CONNECTIONS, redis, timeout)
         self._no_script: type[BaseException] = redis.exceptions.NoScriptError
         self._append = self._client.register_script(APPEND)
         self._drop = self._client.register_script(DROP_CONVERSATION)
@@ -373,7 +411,7 @@ class RedisStore(StateStore):
     async def close(self) -> None:
         for task in list(self._pending):
             await asyncio.gather(task, return_exceptions=True)
-        await self._lane.close()
+        await self._lane.stop()
         await self._client.aclose()
         await self._pool.disconnect()  # a pool given to the client is not closed with it
 
@@ -519,7 +557,7 @@ class RedisStore(StateStore):
     ) -> list[Any]:
         args: list[Any] = [
             version,
-            json.dumps(saved, separators=(",", ":")) if saved is not None else "",
+            _encode(saved) if saved is not None else "",
             key,
             now,
             self._ttl,
@@ -541,7 +579,7 @@ class RedisStore(StateStore):
 
     def _entry_json(self, entry: JournalEntry) -> str:
         entry.keep_body(self._entry_body_bytes)
-        return json.dumps(entry.to_json(), ensure_ascii=False, separators=(",", ":"), default=str)
+        return _encode(entry.to_json())
 
     def _remember(self, key: str, seen: _Seen) -> None:
         cache = self._cache
@@ -749,7 +787,7 @@ def _converter() -> Any:
 def _response_to_json(stored: StoredResponse) -> str:
     data = _converter().unstructure(stored)
     data.pop("stored_at", None)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _encode(data)
 
 
 def _response_from_json(raw: str) -> StoredResponse:
