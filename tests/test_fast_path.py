@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from hypothesis import given, settings
@@ -418,3 +419,89 @@ def test_coalesced_frames_arrive_as_the_same_bytes_at_the_same_times(raw: list[t
     assert sum(f.content for f in joined) == n_content  # one content frame per write
     assert len(joined) == (max(1, n_content) if frames else 0)
     assert arrivals(joined) == arrivals(frames)
+
+
+def chunk_framers() -> list[type[Any]]:
+    """``ChunkFramer`` and every subclass of it any provider module defines (Azure's), found, not listed."""
+    import importlib
+    import pkgutil
+
+    from mockllm.runtime import providers
+    from mockllm.runtime.providers.openai_chat import ChunkFramer
+
+    for module in pkgutil.iter_modules(providers.__path__):
+        importlib.import_module(f"{providers.__name__}.{module.name}")
+    found, todo = [], [ChunkFramer]
+    while todo:
+        framer = todo.pop()
+        found.append(framer)
+        todo.extend(framer.__subclasses__())
+    return sorted(found, key=lambda f: f.__qualname__)
+
+
+# Text the string encoder must escape, and characters it keeps (the lone surrogate is written as its escape).
+ESCAPED = ['"', "\\", "\n", "\x00", "\x7f", "é", "\u2028", "😀", "\ud800", "a", " "]
+STREAM_TEXT = st.text(st.sampled_from(ESCAPED), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    model=TEXT,
+    pieces=st.lists(st.one_of(TEXT, STREAM_TEXT), max_size=4),
+    refusal=st.one_of(st.none(), TEXT, STREAM_TEXT),
+    calls=CALLS,
+    argument_chunks=st.lists(st.one_of(TEXT, STREAM_TEXT), max_size=3),
+    interleave=st.booleans(),
+    finish=st.sampled_from(["stop", "length", "tool_calls", "content_filter"]),
+    include_usage=st.booleans(),
+    obfuscate=st.one_of(st.none(), st.booleans()),
+    response_id=TEXT,
+    created=st.integers(0, 2**40),
+)
+def test_assembled_stream_chunks_are_byte_identical_to_the_encoded_payloads(
+    model: str,
+    pieces: list[str],
+    refusal: str | None,
+    calls: list[PlannedToolCall],
+    argument_chunks: list[str],
+    interleave: bool,
+    finish: Any,
+    include_usage: bool,
+    obfuscate: bool | None,
+    response_id: str,
+    created: int,
+) -> None:
+    """Every chat-chunk framer (OpenAI's assembles its chunks; Azure's, whose payloads add content
+    filters, encodes them) sends exactly the bytes of encoding each chunk's payload whole."""
+    from mockllm.runtime.providers import events
+    from mockllm.runtime.providers.openai_chat import ChunkFramer, OpenAIChatAdapter
+    from mockllm.runtime.request import HttpRequest
+
+    if calls and argument_chunks:  # the first call's arguments streamed in pieces
+        joined = "".join(argument_chunks)
+        calls[0] = attrs.evolve(calls[0], arguments_json=joined, argument_chunks=tuple(argument_chunks))
+    plan = MessagePlan(
+        model=model,
+        text="".join(pieces),
+        text_chunks=tuple(pieces),
+        refusal=refusal,
+        tool_calls=tuple(calls),
+        interleave_calls=interleave,
+        finish=finish,
+        input_tokens=3,
+        output_tokens=5,
+    )
+    options: dict[str, Any] = {"include_usage": include_usage}
+    if obfuscate is not None:
+        options["include_obfuscation"] = obfuscate
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "x"}], "stream_options": options}
+    chat = OpenAIChatAdapter().parse(HttpRequest("POST", "/v1/chat/completions", {}, {}, json.dumps(body).encode()))
+    ctx = RenderContext(response_id=response_id, created=created, request_id="req_1")
+    framers = chunk_framers()
+    assert len(framers) > 1  # Azure's is found
+    for framer in framers:
+        fast = framer(plan, chat, ctx)
+        assert (fast.head is not None) == (framer.data is ChunkFramer.data)  # the fast path runs where it can
+        encoded = events.stream_frames(plan, framer(plan, chat, ctx, encoded=True))
+        assert events.stream_frames(plan, fast) == encoded, framer
+        assert all(frame.data.startswith(b"data: ") for frame in encoded)
