@@ -29,7 +29,7 @@ from reliability import serve_process
 from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.common import json_bytes
-from mockllm.runtime.providers.openai_chat import _completion_bytes, completion_payload
+from mockllm.runtime.providers.openai_chat import ChunkFramer, _completion_bytes, completion_payload
 from mockllm.runtime.reply import ids
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.server.responder import header_bytes, response_head
@@ -421,13 +421,20 @@ def test_coalesced_frames_arrive_as_the_same_bytes_at_the_same_times(raw: list[t
     assert arrivals(joined) == arrivals(frames)
 
 
-def chunk_framers() -> list[type[Any]]:
-    """``ChunkFramer`` and every subclass of it any provider module defines (Azure's), found, not listed."""
+class OwnPayloadFramer(ChunkFramer):
+    """A framer building its own payloads (overriding ``data``): its chunks are encoded, never assembled."""
+
+    def data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        return {**super().data(choices), "extra": True}
+
+
+def chunk_framers() -> list[type[ChunkFramer]]:
+    """``ChunkFramer`` and every subclass of it any provider module (Azure's) or this file defines, found,
+    not listed."""
     import importlib
     import pkgutil
 
     from mockllm.runtime import providers
-    from mockllm.runtime.providers.openai_chat import ChunkFramer
 
     for module in pkgutil.iter_modules(providers.__path__):
         importlib.import_module(f"{providers.__name__}.{module.name}")
@@ -471,10 +478,10 @@ def test_assembled_stream_chunks_are_byte_identical_to_the_encoded_payloads(
     response_id: str,
     created: int,
 ) -> None:
-    """Every chat-chunk framer (OpenAI's assembles its chunks; Azure's, whose payloads add content
-    filters, encodes them) sends exactly the bytes of encoding each chunk's payload whole."""
+    """Every chat-chunk framer (OpenAI's, Azure's with its content filters on each choice) assembles
+    exactly the bytes of encoding each chunk's payload whole; one overriding ``data`` encodes them."""
     from mockllm.runtime.providers import events
-    from mockllm.runtime.providers.openai_chat import ChunkFramer, OpenAIChatAdapter
+    from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
     from mockllm.runtime.request import HttpRequest
 
     if calls and argument_chunks:  # the first call's arguments streamed in pieces
@@ -498,7 +505,7 @@ def test_assembled_stream_chunks_are_byte_identical_to_the_encoded_payloads(
     chat = OpenAIChatAdapter().parse(HttpRequest("POST", "/v1/chat/completions", {}, {}, json.dumps(body).encode()))
     ctx = RenderContext(response_id=response_id, created=created, request_id="req_1")
     framers = chunk_framers()
-    assert len(framers) > 1  # Azure's is found
+    assert {"AzureFramer", "OwnPayloadFramer"} < {framer.__name__ for framer in framers}
     for framer in framers:
         fast = framer(plan, chat, ctx)
         assert (fast.head is not None) == (framer.data is ChunkFramer.data)  # the fast path runs where it can

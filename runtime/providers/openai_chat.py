@@ -274,6 +274,7 @@ def _completion_bytes(plan: MessagePlan, ctx: RenderContext) -> bytes:
     return utf8_json(text)
 
 
+_NO_FIELDS: dict[str, Any] = {}
 _PIECE_KEYS = ("content", "refusal")  # the deltas holding one piece of text, assembled without the encoder
 
 
@@ -286,7 +287,8 @@ def _padding(delta: dict[str, Any]) -> str:
 class ChunkFramer:
     """Chat completion chunks: a role chunk, content and refusal deltas, tool-call intros and argument
     fragments by index, the finish chunk, the usage chunk when asked for, ``[DONE]``. Every chunk's
-    JSON is built by :meth:`data` (Azure's framer adds its content-filter fields there).
+    JSON is built by :meth:`data`, its choice ending with :meth:`choice_fields` (Azure's framer adds its
+    content-filter fields there).
 
     A framer whose class keeps :meth:`data` as is writes the head every chunk starts with once per
     stream and assembles each chunk as a string around it (:meth:`assembled`): the same bytes as
@@ -308,6 +310,8 @@ class ChunkFramer:
                 '"choices":[{"index":0,"delta":'
             )
         self.usage_field = ',"usage":null' if chat.include_usage else ""
+        # choice_fields' answers as written, by identity: a subclass returns a few constants, over and over
+        self.written_fields: dict[int, tuple[dict[str, Any], str]] = {}
 
     def data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -320,10 +324,16 @@ class ChunkFramer:
             "choices": choices,
         }
 
+    def choice_fields(self, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        """What a chunk's choice holds after its ``finish_reason`` (new keys only): nothing, on OpenAI. A
+        dict returned must not change during the stream (assembled chunks write each one once)."""
+        return _NO_FIELDS
+
     def chunk(self, delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:
         if self.head is not None:
             return self.assembled(self.head, delta, finish, content)
-        data = self.data([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+        fields = self.choice_fields(delta, finish)
+        data = self.data([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, **fields}])
         if self.chat.include_usage:
             data["usage"] = None
         if self.pad:
@@ -339,7 +349,12 @@ class ChunkFramer:
             if key in _PIECE_KEYS and type(value) is str:
                 written = f'{{"{key}":{encode_basestring(value)}}}'
         ending = "null" if finish is None else json_text(finish)
-        choice = f'{written or json_text(delta)},"logprobs":null,"finish_reason":{ending}}}]'
+        fields = self.choice_fields(delta, finish)
+        known = self.written_fields.get(id(fields))
+        if known is None or known[0] is not fields:
+            known = self.written_fields[id(fields)] = (fields, f",{json_text(fields)[1:-1]}" if fields else "")
+        more = known[1]
+        choice = f'{written or json_text(delta)},"logprobs":null,"finish_reason":{ending}{more}}}]'
         pad = f',"obfuscation":"{_padding(delta)}"' if self.pad else ""  # letters and digits: nothing to escape
         return Frame(utf8_json(f"{head}{choice}{self.usage_field}{pad}}}\n\n"), content=content)
 
