@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from hypothesis import given, settings
@@ -28,7 +29,7 @@ from reliability import serve_process
 from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.common import json_bytes
-from mockllm.runtime.providers.openai_chat import _completion_bytes, completion_payload
+from mockllm.runtime.providers.openai_chat import ChunkFramer, _completion_bytes, completion_payload
 from mockllm.runtime.reply import ids
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.server.responder import header_bytes, response_head
@@ -418,3 +419,96 @@ def test_coalesced_frames_arrive_as_the_same_bytes_at_the_same_times(raw: list[t
     assert sum(f.content for f in joined) == n_content  # one content frame per write
     assert len(joined) == (max(1, n_content) if frames else 0)
     assert arrivals(joined) == arrivals(frames)
+
+
+class OwnPayloadFramer(ChunkFramer):
+    """A framer building its own payloads (overriding ``data``): its chunks are encoded, never assembled."""
+
+    def data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        return {**super().data(choices), "extra": True}
+
+
+def chunk_framers() -> list[type[ChunkFramer]]:
+    """``ChunkFramer`` and every subclass of it any provider module (Azure's) or this file defines, found,
+    not listed."""
+    import importlib
+    import pkgutil
+
+    from mockllm.runtime import providers
+
+    for module in pkgutil.iter_modules(providers.__path__):
+        importlib.import_module(f"{providers.__name__}.{module.name}")
+    found, todo = [], [ChunkFramer]
+    while todo:
+        framer = todo.pop()
+        found.append(framer)
+        todo.extend(framer.__subclasses__())
+    return sorted(found, key=lambda f: f.__qualname__)
+
+
+# Text the string encoder must escape, and characters it keeps (the lone surrogate is written as its escape).
+ESCAPED = ['"', "\\", "\n", "\x00", "\x7f", "é", "\u2028", "😀", "\ud800", "a", " "]
+STREAM_TEXT = st.text(st.sampled_from(ESCAPED), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    model=TEXT,
+    pieces=st.lists(st.one_of(TEXT, STREAM_TEXT), max_size=4),
+    refusal=st.one_of(st.none(), TEXT, STREAM_TEXT),
+    calls=CALLS,
+    argument_chunks=st.lists(st.one_of(TEXT, STREAM_TEXT), max_size=3),
+    interleave=st.booleans(),
+    finish=st.sampled_from(["stop", "length", "tool_calls", "content_filter"]),
+    include_usage=st.booleans(),
+    obfuscate=st.one_of(st.none(), st.booleans()),
+    response_id=TEXT,
+    created=st.integers(0, 2**40),
+)
+def test_assembled_stream_chunks_are_byte_identical_to_the_encoded_payloads(
+    model: str,
+    pieces: list[str],
+    refusal: str | None,
+    calls: list[PlannedToolCall],
+    argument_chunks: list[str],
+    interleave: bool,
+    finish: Any,
+    include_usage: bool,
+    obfuscate: bool | None,
+    response_id: str,
+    created: int,
+) -> None:
+    """Every chat-chunk framer (OpenAI's, Azure's with its content filters on each choice) assembles
+    exactly the bytes of encoding each chunk's payload whole; one overriding ``data`` encodes them."""
+    from mockllm.runtime.providers import events
+    from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
+    from mockllm.runtime.request import HttpRequest
+
+    if calls and argument_chunks:  # the first call's arguments streamed in pieces
+        joined = "".join(argument_chunks)
+        calls[0] = attrs.evolve(calls[0], arguments_json=joined, argument_chunks=tuple(argument_chunks))
+    plan = MessagePlan(
+        model=model,
+        text="".join(pieces),
+        text_chunks=tuple(pieces),
+        refusal=refusal,
+        tool_calls=tuple(calls),
+        interleave_calls=interleave,
+        finish=finish,
+        input_tokens=3,
+        output_tokens=5,
+    )
+    options: dict[str, Any] = {"include_usage": include_usage}
+    if obfuscate is not None:
+        options["include_obfuscation"] = obfuscate
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "x"}], "stream_options": options}
+    chat = OpenAIChatAdapter().parse(HttpRequest("POST", "/v1/chat/completions", {}, {}, json.dumps(body).encode()))
+    ctx = RenderContext(response_id=response_id, created=created, request_id="req_1")
+    framers = chunk_framers()
+    assert {"AzureFramer", "OwnPayloadFramer"} < {framer.__name__ for framer in framers}
+    for framer in framers:
+        fast = framer(plan, chat, ctx)
+        assert (fast.head is not None) == (framer.data is ChunkFramer.data)  # the fast path runs where it can
+        encoded = events.stream_frames(plan, framer(plan, chat, ctx, encoded=True))
+        assert events.stream_frames(plan, fast) == encoded, framer
+        assert all(frame.data.startswith(b"data: ") for frame in encoded)

@@ -54,6 +54,10 @@ _OUTPUT_FILTERS = {"hate": _SAFE, "self_harm": _SAFE, "sexual": _SAFE, "violence
 _FILTERED = {**_OUTPUT_FILTERS, "violence": {"filtered": True, "severity": "medium"}}
 _PROMPT_FILTERS = {**_OUTPUT_FILTERS, "jailbreak": {"filtered": False, "detected": False}}
 PROMPT_FILTER_RESULTS = ({"prompt_index": 0, "content_filter_results": _PROMPT_FILTERS},)
+# a streamed chunk's choice ends with these: on the text, on the other chunks, on a content_filter finish
+_TEXT_CHOICE = {"content_filter_results": _OUTPUT_FILTERS}
+_OTHER_CHOICE: dict[str, Any] = {"content_filter_results": {}}
+_FILTERED_CHOICE = {"content_filter_results": _FILTERED}
 
 
 def deployment_of(http: HttpRequest) -> str | None:
@@ -119,16 +123,10 @@ class AzureFramer(ChunkFramer):
     on every choice: the categories on a chunk that carries text, ``{}`` on the others (the role
     chunk, tool calls, the finish), the filtered categories on a ``content_filter`` finish."""
 
-    def data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
-        for choice in choices:
-            delta = choice["delta"]
-            if choice["finish_reason"] == "content_filter":
-                choice["content_filter_results"] = _FILTERED
-            elif delta.get("content") or delta.get("refusal"):
-                choice["content_filter_results"] = _OUTPUT_FILTERS
-            else:
-                choice["content_filter_results"] = {}
-        return super().data(choices)
+    def choice_fields(self, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        if finish == "content_filter":
+            return _FILTERED_CHOICE
+        return _TEXT_CHOICE if delta.get("content") or delta.get("refusal") else _OTHER_CHOICE
 
     def frame(self, event: events.Event) -> list[Frame]:
         frames = super().frame(event)

@@ -4,6 +4,7 @@ rules and response rendering, byte for byte as docs/providers/openai.md describe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from json.encoder import encode_basestring  # the string encoder json_text's encoder writes strings with
 from typing import Any
 
 from mockllm.runtime.providers import events
@@ -273,17 +274,44 @@ def _completion_bytes(plan: MessagePlan, ctx: RenderContext) -> bytes:
     return utf8_json(text)
 
 
+_NO_FIELDS: dict[str, Any] = {}
+_PIECE_KEYS = ("content", "refusal")  # the deltas holding one piece of text, assembled without the encoder
+
+
+def _padding(delta: dict[str, Any]) -> str:
+    """A chunk's ``obfuscation``: the padding for its text or refusal piece."""
+    piece = delta.get("content") or delta.get("refusal") or ""
+    return obfuscation(piece if isinstance(piece, str) else "")
+
+
 class ChunkFramer:
     """Chat completion chunks: a role chunk, content and refusal deltas, tool-call intros and argument
     fragments by index, the finish chunk, the usage chunk when asked for, ``[DONE]``. Every chunk's
-    JSON is built by :meth:`data` (Azure's framer adds its content-filter fields there)."""
+    JSON is built by :meth:`data`, its choice ending with :meth:`choice_fields` (Azure's framer adds its
+    content-filter fields there).
 
-    def __init__(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> None:
+    A framer whose class keeps :meth:`data` as is writes the head every chunk starts with once per
+    stream and assembles each chunk as a string around it (:meth:`assembled`): the same bytes as
+    encoding each payload whole, which ``encoded=True`` does (the definition the assembled bytes are
+    tested against, and what a framer overriding :meth:`data` or a ``created`` other than an int gets)."""
+
+    def __init__(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext, encoded: bool = False) -> None:
         self.plan = plan
         self.chat = chat
         self.ctx = ctx
         self.completion_id = chat_completion_id(ctx.response_id)
         self.pad = wants_obfuscation(chat)
+        self.head: str | None = None  # every chunk's text up to its delta, when chunks are assembled
+        if not encoded and type(self).data is ChunkFramer.data and type(ctx.created) is int:
+            self.head = (
+                f'data: {{"id":{json_text(self.completion_id)},"object":"chat.completion.chunk",'
+                f'"created":{ctx.created},"model":{json_text(plan.model)},'
+                f'"system_fingerprint":{json_text(SYSTEM_FINGERPRINT)},"service_tier":"default",'
+                '"choices":[{"index":0,"delta":'
+            )
+        self.usage_field = ',"usage":null' if chat.include_usage else ""
+        # choice_fields' answers as written, by identity: a subclass returns a few constants, over and over
+        self.written_fields: dict[int, tuple[dict[str, Any], str]] = {}
 
     def data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -296,14 +324,39 @@ class ChunkFramer:
             "choices": choices,
         }
 
+    def choice_fields(self, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        """What a chunk's choice holds after its ``finish_reason`` (new keys only): nothing, on OpenAI. A
+        dict returned must not change during the stream (assembled chunks write each one once)."""
+        return _NO_FIELDS
+
     def chunk(self, delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:
-        data = self.data([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+        if self.head is not None:
+            return self.assembled(self.head, delta, finish, content)
+        fields = self.choice_fields(delta, finish)
+        data = self.data([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, **fields}])
         if self.chat.include_usage:
             data["usage"] = None
         if self.pad:
-            piece = delta.get("content") or delta.get("refusal") or ""
-            data["obfuscation"] = obfuscation(piece if isinstance(piece, str) else "")
+            data["obfuscation"] = _padding(delta)
         return sse_frame(data, content=content)
+
+    def assembled(self, head: str, delta: dict[str, Any], finish: str | None, content: bool) -> Frame:
+        """:meth:`chunk`'s bytes from the head and the delta: a text or refusal piece (most of every
+        stream) goes through the string encoder only."""
+        written = None
+        if len(delta) == 1:
+            ((key, value),) = delta.items()
+            if key in _PIECE_KEYS and type(value) is str:
+                written = f'{{"{key}":{encode_basestring(value)}}}'
+        ending = "null" if finish is None else json_text(finish)
+        fields = self.choice_fields(delta, finish)
+        known = self.written_fields.get(id(fields))
+        if known is None or known[0] is not fields:
+            known = self.written_fields[id(fields)] = (fields, f",{json_text(fields)[1:-1]}" if fields else "")
+        more = known[1]
+        choice = f'{written or json_text(delta)},"logprobs":null,"finish_reason":{ending}{more}}}]'
+        pad = f',"obfuscation":"{_padding(delta)}"' if self.pad else ""  # letters and digits: nothing to escape
+        return Frame(utf8_json(f"{head}{choice}{self.usage_field}{pad}}}\n\n"), content=content)
 
     def frame(self, event: events.Event) -> list[Frame]:
         match event:
