@@ -764,7 +764,7 @@ class RedisStore(StateStore):
                 known = self._compiled.get(post)
                 compiled[post] = known if known is not None else await self._compile(post)
         self._posts, self._compiled, self._base = posts, compiled, base
-        self._unloadable = {post: why for post, why in self._unloadable.items() if post in compiled}
+        self._unloadable = {p: why for p, why in self._unloadable.items() if p in compiled and compiled[p] is None}
         if epoch != self._epoch:  # every scenario starts afresh in every conversation
             self.engine.load(None)
             self._cache.clear()
@@ -823,14 +823,13 @@ class RedisStore(StateStore):
         if errors or compiled is None:
             from mockllm.dsl.diagnostics import render, to_json
 
-            text = render(errors, sources)
+            text, root = render(errors, sources), os.path.realpath(self._root)
             log.error(
                 "mockllm: scenarios another server posted do not compile here (scenario base %s); "
                 "this server serves the library without them:\n%s",
-                self._root,
+                root,
                 text,
             )
-            root = os.path.realpath(self._root)
             where = {"file": posted.path or posted.file, "base": posted.base, "scenario_base": root}
             self._unloadable[post] = {**where, "errors": [to_json(d) for d in errors], "text": text}
             return None

@@ -191,7 +191,7 @@ def test_a_server_that_cannot_load_a_post_says_so_on_every_server_until_it_can(r
             assert verification.report().startswith(f"mockllm: {report['message']}:\n{report['text']}")
 
         (without / "shared.mockllm").write_text(SHARED)  # the file arrives; the same text posted again loads
-        assert httpx.post(first + "/_mockllm/scenarios", content=USES_SHARED).json()["replaced"] == ["Hi"]
+        assert httpx.post(second + "/_mockllm/scenarios", content=USES_SHARED).json()["loaded"] == ["Hi"]  # to it
         assert say(second, "hi again") == "Hello from the shared file."
         assert not_loaded_on(first) == not_loaded_on(second) == []
         assert httpx.get(second + "/_mockllm/verify").json()["ok"]
