@@ -759,9 +759,11 @@ class RedisStore(StateStore):
         if generation == self._generation:
             return
         compiled: dict[str, CompiledLibrary | None] = {}
+        # after a delete or a restore, every post is compiled afresh, as on a server that saw the change
+        kept = self._compiled if epoch == self._epoch else {}
         for post in posts:
             if post not in compiled:  # one that did not compile here may now: its files may have come
-                known = self._compiled.get(post)
+                known = kept.get(post)
                 compiled[post] = known if known is not None else await self._compile(post)
         self._posts, self._compiled, self._base = posts, compiled, base
         self._unloadable = {p: why for p, why in self._unloadable.items() if p in compiled and compiled[p] is None}
