@@ -211,6 +211,9 @@ def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mo
     async def health(request: Request) -> Response:
         await store.sync_library()
         library = engine.library
+        loaded = library_description(library)
+        for report in store.unloaded_here():
+            loaded += f". Posted text {report['post']} ({report['file']}) does not load on this server: see not_loaded"
         return json_response(
             {
                 "status": "ok",
@@ -220,9 +223,10 @@ def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mo
                 "files": list(library.files) if library is not None else [],
                 "fallback": library is not None and library.fallback is not None,
                 "echo": library is None,
-                "loaded": library_description(library),
+                "loaded": loaded,
                 "state": store.description,
                 "pid": os.getpid(),
+                "not_loaded": await store.not_loaded(),
             }
         )
 
@@ -294,7 +298,9 @@ def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mo
         return json_response(await store.conversations())
 
     async def verify(request: Request) -> Response:
-        return json_response(await store.verify())
+        report = await store.verify()
+        not_loaded = await store.not_loaded()  # a server serving without a post: its requests go astray
+        return json_response({**report, "ok": report["ok"] and not not_loaded, "not_loaded": not_loaded})
 
     return Mount(
         ADMIN_PREFIX,

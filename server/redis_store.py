@@ -23,8 +23,11 @@ Scenarios posted to any process's admin API are shared too: ``lib`` (hash: gener
 and ``posts`` (the posted texts in order) say what every process serves: the library it started with
 (or none, after ``DELETE /_mockllm/scenarios``) with each post loaded on top. The commit script checks
 the generation the turn was decided with is still current; when it is not, the process loads the new
-library (compiling the posts it has not seen) and decides the turn again. A new epoch (a delete or a
-restore) starts every scenario afresh in every conversation, as a single server does."""
+library (compiling the posts it has not seen, and again those that did not compile before) and
+decides the turn again. A new epoch (a delete or a restore) starts every scenario afresh in every
+conversation, as a single server does. A process on which a post does not compile (its scenario base
+lacks a file the post imports) serves the library without it and says so in ``unloaded`` (hash: process
+-> its reports, as of the generation it loaded last), which every process's admin API shows."""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ import asyncio
 import json
 import logging
 import os
+import socket
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -130,21 +134,35 @@ READ_LIBRARY = """
 local h = redis.call('HMGET', KEYS[1], 'g', 'e', 'b')
 return {h[1] or '0', h[2] or '0', h[3] or 'start', redis.call('LRANGE', KEYS[2], 0, -1)}
 """
-# KEYS: library, posts, versions. ARGV: "post" (ARGV[2] the post), "clear" or "restore". Answers the
-# library as _READ_LIBRARY does.
+# KEYS: library, posts, versions, unloaded. ARGV: "post" (ARGV[2] the post), "clear" or "restore" (no
+# posts left: no process has one it cannot load). Answers the library as _READ_LIBRARY does.
 CHANGE_LIBRARY = (
     _NEXT_VERSION.replace("KEYS[1]", "KEYS[3]").replace("return counted", "local v = counted")
     + """
 if ARGV[1] == 'post' then
   redis.call('RPUSH', KEYS[2], ARGV[2])
 else
-  redis.call('DEL', KEYS[2])
+  redis.call('DEL', KEYS[2], KEYS[4])
   redis.call('HSET', KEYS[1], 'e', v, 'b', ARGV[1] == 'clear' and 'none' or 'start')
 end
 redis.call('HSET', KEYS[1], 'g', v)
 """
     + READ_LIBRARY
 )
+
+# KEYS: library, unloaded. ARGV: the generation loaded, the process, its reports as JSON ("" none).
+# Written only while that generation is current: a report never outlives the posts it is about.
+REPORT_UNLOADED = """
+if tonumber(redis.call('HGET', KEYS[1], 'g') or '0') ~= tonumber(ARGV[1]) then
+  return 0
+end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[2], ARGV[2])
+else
+  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+end
+return 1
+"""
 
 # KEYS: journal, next id. ARGV: journal cap, entry. A request refused before matching.
 APPEND = """
@@ -364,6 +382,7 @@ class RedisStore(StateStore):
         self._drop = self._client.register_script(DROP_CONVERSATION)
         self._read_library = self._client.register_script(READ_LIBRARY)
         self._change_library = self._client.register_script(CHANGE_LIBRARY)
+        self._report_unloaded = self._client.register_script(REPORT_UNLOADED)
         self._ttl = max(1, round(idle_seconds))
         self._journal_limit = max(1, journal_limit)
         self._entry_body_bytes = entry_body_bytes
@@ -386,6 +405,8 @@ class RedisStore(StateStore):
         self._root = root
         self._posts: list[str] = []  # in the order they were posted
         self._compiled: dict[str, CompiledLibrary | None] = {}
+        self._unloadable: dict[str, dict[str, Any]] = {}  # post -> why it does not compile here
+        self._reported = ""  # the field of ``unloaded`` this process last wrote its reports to ("" none)
         self._base = "start"  # what the posts go on top of: "start" (the files) or "none" (after a delete)
 
     @property
@@ -411,6 +432,11 @@ class RedisStore(StateStore):
     async def close(self) -> None:
         for task in list(self._pending):
             await asyncio.gather(task, return_exceptions=True)
+        if self._reported:  # a process that stops no longer serves without the posts it could not load
+            try:
+                await self._call(self._client.hdel, PREFIX + "unloaded", self._reported)
+            except StateUnavailable:
+                pass
         await self._lane.stop()
         await self._client.aclose()
         await self._pool.disconnect()  # a pool given to the client is not closed with it
@@ -615,7 +641,7 @@ class RedisStore(StateStore):
 
         async def drop_all() -> None:
             # ids and versions go on (never reused); the scenarios stay, as on a single server
-            keep = {PREFIX + "next", PREFIX + "version", PREFIX + "lib", PREFIX + "posts"}
+            keep = {PREFIX + "next", PREFIX + "version", PREFIX + "lib", PREFIX + "posts", PREFIX + "unloaded"}
             batch: list[str] = []
             async for name in self._client.scan_iter(match=PREFIX + "*", count=1000):
                 if name not in keep:
@@ -707,7 +733,7 @@ class RedisStore(StateStore):
 
     async def _change(self, change: str, post: str = "") -> None:
         async with self._library_lock:
-            keys = [PREFIX + "lib", PREFIX + "posts", PREFIX + "version"]
+            keys = [PREFIX + "lib", PREFIX + "posts", PREFIX + "version", PREFIX + "unloaded"]
             await self._load_library(await self._call(self._change_library, keys=keys, args=[change, post]))
 
     async def post_library(self, posted: Posted, compiled: CompiledLibrary) -> None:
@@ -733,16 +759,53 @@ class RedisStore(StateStore):
         if generation == self._generation:
             return
         compiled: dict[str, CompiledLibrary | None] = {}
+        # after a delete or a restore, every post is compiled afresh, as on a server that saw the change
+        kept = self._compiled if epoch == self._epoch else {}
         for post in posts:
-            if post not in compiled:
-                compiled[post] = self._compiled[post] if post in self._compiled else await self._compile(post)
+            if post not in compiled:  # one that did not compile here may now: its files may have come
+                known = kept.get(post)
+                compiled[post] = known if known is not None else await self._compile(post)
         self._posts, self._compiled, self._base = posts, compiled, base
+        self._unloadable = {p: why for p, why in self._unloadable.items() if p in compiled and compiled[p] is None}
         if epoch != self._epoch:  # every scenario starts afresh in every conversation
             self.engine.load(None)
             self._cache.clear()
         self.engine.load(self._assembled())
         self._generation, self._epoch = generation, epoch
         self._salt = f"{epoch}/" if epoch else ""
+        await self._report(generation)
+
+    def unloaded_here(self) -> list[dict[str, Any]]:
+        """The posts this process serves the library without, each as :meth:`not_loaded` lists it."""
+        server = f"{socket.gethostname()} pid {os.getpid()}"
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for number, post in enumerate(self._posts, 1):
+            why = self._unloadable.get(post)
+            if why is not None and post not in seen:  # a text posted twice is reported once
+                seen.add(post)
+                message = (
+                    f"server {server} (scenario base {why['scenario_base']}) cannot load posted text {number} "
+                    f"of {len(self._posts)} ({why['file']}): it serves the library without it"
+                )
+                out.append({"server": server, "pid": os.getpid(), "post": number, "message": message, **why})
+        return out
+
+    async def _report(self, generation: int) -> None:
+        """Write this process's reports (or their absence, when it wrote some before) for ``generation``."""
+        found = self.unloaded_here()
+        if not found and not self._reported:
+            return
+        field = found[0]["server"] if found else self._reported
+        value = json.dumps(found, ensure_ascii=False, separators=(",", ":")) if found else ""
+        keys = [PREFIX + "lib", PREFIX + "unloaded"]
+        if int(await self._call(self._report_unloaded, keys=keys, args=[generation, field, value])):
+            self._reported = field if found else ""
+
+    async def not_loaded(self) -> list[dict[str, Any]]:
+        raw = await self._call(self._client.hvals, PREFIX + "unloaded")
+        found = [report for value in raw for report in json.loads(value)]
+        return sorted(found, key=lambda r: (r["post"], r["server"]))
 
     def _assembled(self) -> CompiledLibrary | None:
         """The library the server started with (none after a delete), the posts loaded on top in order."""
@@ -754,21 +817,25 @@ class RedisStore(StateStore):
         return library
 
     async def _compile(self, post: str) -> CompiledLibrary | None:
-        """A post another process made, compiled here (None, and the errors logged, when it does not
-        compile against this process's scenario base)."""
+        """A post another process made, compiled here (None, the errors logged and kept for
+        :meth:`unloaded_here`, when it does not compile against this process's scenario base)."""
         posted = Posted.from_json(post)
         compiled, diagnostics, sources = await asyncio.to_thread(posted.compile, self._root)
         errors = [d for d in diagnostics if d.is_error]
         if errors or compiled is None:
-            from mockllm.dsl.diagnostics import render
+            from mockllm.dsl.diagnostics import render, to_json
 
+            text, root = render(errors, sources), os.path.realpath(self._root)
             log.error(
                 "mockllm: scenarios another server posted do not compile here (scenario base %s); "
                 "this server serves the library without them:\n%s",
-                self._root,
-                render(errors, sources),
+                root,
+                text,
             )
+            where = {"file": posted.path or posted.file, "base": posted.base, "scenario_base": root}
+            self._unloadable[post] = {**where, "errors": [to_json(d) for d in errors], "text": text}
             return None
+        self._unloadable.pop(post, None)
         return compiled
 
 

@@ -72,6 +72,15 @@ class StateStore:
         self.start = library
         self.engine.load(library)
 
+    def unloaded_here(self) -> list[dict[str, Any]]:
+        """The posts this process serves the library without (see :meth:`not_loaded`)."""
+        return []
+
+    async def not_loaded(self) -> list[dict[str, Any]]:
+        """Per process sharing this state, the posts it cannot load (its scenario base lacks what they
+        import), as it last found: in memory, none (a post that does not compile is refused)."""
+        return []
+
     async def journal_page(self, limit: int, after: int) -> tuple[list[dict[str, Any]], int | None]:
         return self.engine.journal_page(limit, after)
 

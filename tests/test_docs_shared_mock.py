@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import uuid
@@ -111,3 +112,27 @@ def test_a_scenario_posted_to_one_server_is_answered_by_the_other(tmp_path: Path
         assert done.stdout == printed
         assert [e["conversation"] for e in requests(first)] == [e["conversation"] for e in requests(second)]
         assert len(requests(first)) == 1
+
+
+def test_a_server_that_cannot_load_a_post_is_listed_as_shown(tmp_path: Path, redis_url: str) -> None:
+    [example] = [b for b in blocks(PAGE) if b.file == "not_loaded.py"]
+    [greetings] = [b for b in blocks(PAGE) if b.file == "greetings.mockllm"]
+    printed = next(b.text for b in blocks(PAGE) if b.lang == "text" and "cannot load posted text" in b.text)
+    first_base, second_base = tmp_path / "first", tmp_path / "second"
+    first_base.mkdir()
+    second_base.mkdir()
+    (first_base / "greetings.mockllm").write_text(greetings.text)  # the second server's base lacks it
+    first_url, second_url = "http://127.0.0.1:8080", "http://127.0.0.1:8081"
+    with (
+        serve_process("--state", redis_url, "--scenario-base", str(first_base)) as (_, first, _),
+        serve_process("--state", redis_url, "--scenario-base", str(second_base)) as (second_process, second, _),
+    ):
+        code = example.text.replace(first_url, first).replace(second_url, second)
+        (tmp_path / "not_loaded.py").write_text(code)
+        done = subprocess.run(
+            [sys.executable, str(tmp_path / "not_loaded.py")], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        shown = done.stdout.replace(str(second_base), "/srv/second")  # the page's host, pid and directory
+        shown = shown.replace(f"{socket.gethostname()} pid {second_process.pid}", "web-2 pid 4242")
+        assert shown == printed

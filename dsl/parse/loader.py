@@ -216,7 +216,12 @@ class _Loader:
                     at,
                     hint=(
                         f"paths in `use` in script text resolve against its base directory, here {base_dir} "
-                        "(the Python API takes `base=`)"
+                        + (
+                            "(this server's scenario base, or the ?base= directory below it; servers sharing "
+                            "their state each read imports from their own)"
+                            if self.root is not None
+                            else "(the Python API takes `base=`)"
+                        )
                         if "\0" in self.stack[-1][0]
                         else f"paths in `use` are relative to the importing file ({importer})"
                     ),

@@ -104,10 +104,14 @@ def _library(sources: Sequence[Source], base_dir: str | os.PathLike[str] | None)
                 path = os.path.join(base, path)
             parts.append(load_paths([path]))
         else:
-            raise TypeError(
-                f"mockllm.load takes script text, a path, or a builder such as mockllm.scenario(…), not {source!r}"
-            )
+            raise _not_a_source(source)
     return _combine(parts)
+
+
+def _not_a_source(source: object) -> TypeError:
+    return TypeError(
+        f"mockllm.load takes script text, a path, or a builder such as mockllm.scenario(…), not {source!r}"
+    )
 
 
 @attrs.frozen
@@ -184,18 +188,21 @@ def _unmatched_text(entry: Mapping[str, Any]) -> str:
 @attrs.frozen
 class Verification:
     """What ``GET /_mockllm/verify`` reports since the last reset: requests no step answered (the
-    no-match report of each), requests whose ``expect:`` failed, steps never used, and requests
-    refused before matching (missing credentials, invalid JSON, a history the API forbids)."""
+    no-match report of each), requests whose ``expect:`` failed, steps never used, requests
+    refused before matching (missing credentials, invalid JSON, a history the API forbids), and, on
+    servers sharing their state, posted scenarios a server cannot load."""
 
     unmatched: tuple[dict[str, Any], ...] = ()
     expectation_failures: tuple[dict[str, Any], ...] = ()
     unused_steps: tuple[dict[str, Any], ...] = ()
     rejected: tuple[dict[str, Any], ...] = ()
+    not_loaded: tuple[dict[str, Any], ...] = ()
 
     @property
     def ok(self) -> bool:
-        """No unmatched, refused or failed-expectation request (unused steps are reported apart)."""
-        return not self.unmatched and not self.expectation_failures and not self.rejected
+        """No unmatched, refused or failed-expectation request and no post a server cannot load (unused
+        steps are reported apart)."""
+        return not self.unmatched and not self.expectation_failures and not self.rejected and not self.not_loaded
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Verification:
@@ -204,11 +211,12 @@ class Verification:
             tuple(data.get("expectation_failures", ())),
             tuple(data.get("unused_steps", ())),
             tuple(data.get("rejected", ())),
+            tuple(data.get("not_loaded", ())),
         )
 
     def report(self, *, unused: bool = False) -> str:
         """The problems as text ("" when there are none); ``unused`` adds the steps never used."""
-        parts: list[str] = []
+        parts: list[str] = [f"mockllm: {r.get('message')}:\n{r.get('text')}" for r in self.not_loaded]
         if self.unmatched:
             count = len(self.unmatched)
             head = f"mockllm: {count} request{'s' if count != 1 else ''} matched no step"
@@ -373,11 +381,19 @@ class MockServer:
         line (script text is ``<text>``). ``use "…"`` inside script text and a relative path resolve
         against ``base``, by default the server's scenario base (``serve(base=…)``, else the working
         directory when the server was made). Errors raise :class:`DiagnosticsError`; nothing is loaded
-        then."""
+        then. On a server sharing its state (``serve(state=…)``) it compiles as every server sharing it
+        does: imports and paths must lie below the scenario base, where each of them reads them."""
         chosen = base if base is not None else base_dir
         where = os.fspath(chosen if chosen is not None else self.options.scenario_base)
-        result = load(source, base=where)
-        compiled = result.raise_for_errors()
+        posted = self._posted(source, where)  # what the other servers sharing the state load
+        if self.options.state:  # compiled here as every one of them compiles it (server/posted.py)
+            compiled_here, diagnostics, sources = posted.compile(self.options.scenario_base)
+            if compiled_here is None:
+                raise DiagnosticsError(diagnostics, sources)
+            compiled, warnings = compiled_here, tuple(d for d in diagnostics if not d.is_error)
+        else:
+            result = load(source, base=where)
+            compiled, warnings = result.raise_for_errors(), result.warnings
         background = self._background()
         store = background.store
         background.run(store.sync_library)
@@ -385,9 +401,8 @@ class MockServer:
         names = tuple(m.name for m in compiled.machines)
         replaced = tuple(m.name for m in library.machines if m.name in names) if library is not None else ()
         if compiled.machines or compiled.fallback is not None:  # shared with every server on the same state
-            posted = self._posted(source, where)
             background.run(lambda: store.post_library(posted, compiled))
-        return Loaded(names, replaced, result.warnings)
+        return Loaded(names, replaced, warnings)
 
     def _posted(self, source: Source, base: str) -> Posted:
         """``source`` as the other servers sharing this one's state load it (see server/posted.py)."""
@@ -398,9 +413,11 @@ class MockServer:
         if isinstance(source, ScenarioBuilder | ScriptBuilder | n.Scenario | n.ScriptFile):
             text, name = _as_text(source)
             return Posted(text, base=below, file=name)
-        if isinstance(source, str) and is_script_text(source):
-            return Posted(source, base=below, file="<text>")
-        return Posted("", path=os.path.relpath(os.path.realpath(os.path.join(base, os.fspath(source))), root))
+        if isinstance(source, str) and is_script_text(source):  # the JSON form starts with `{`, as load() reads it
+            return Posted(source, source.lstrip().startswith("{"), base=below, file="<text>")
+        if isinstance(source, str | os.PathLike):
+            return Posted("", path=os.path.relpath(os.path.realpath(os.path.join(base, os.fspath(source))), root))
+        raise _not_a_source(source)
 
     def clear(self) -> None:
         """Remove every scenario (``DELETE /_mockllm/scenarios``): the echo responder answers."""
