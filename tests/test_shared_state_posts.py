@@ -93,8 +93,8 @@ def test_a_post_that_uses_another_posts_named_reply_is_refused_where_posted_and_
         serve_process("--state", redis_url, "--scenario-base", str(tmp_path)) as (_, first, _),
         serve_process("--state", redis_url, "--scenario-base", str(tmp_path)) as (_, second, _),
     ):
-        assert httpx.post(first + "/_mockllm/scenarios", content=BUSY).json()["loaded"] == ["Busy"]
-        refused = httpx.post(first + "/_mockllm/scenarios", content=ALSO_BUSY)
+        assert httpx.post(first + "/_mockllm/scenarios", content=BUSY, timeout=30).json()["loaded"] == ["Busy"]
+        refused = httpx.post(first + "/_mockllm/scenarios", content=ALSO_BUSY, timeout=30)
         assert refused.status_code == 400
         assert refused.json()["errors"][0]["message"] == "`reply like busy`: this file defines no reply `busy`"
         assert names(first) == names(second) == ["Busy"]
@@ -104,7 +104,7 @@ def test_a_post_that_uses_another_posts_named_reply_is_refused_where_posted_and_
             with pytest.raises(DiagnosticsError, match="this file defines no reply `busy`"):
                 third.load(ALSO_BUSY)
             assert names(third.url) == names(second) == ["Busy"]
-            health = httpx.get(second + "/_mockllm/health").json()
+            health = httpx.get(second + "/_mockllm/health", timeout=30).json()
             assert health["not_loaded"] == []
 
 
@@ -119,7 +119,7 @@ def test_json_text_and_builders_loaded_from_python_are_served_by_every_server(re
         assert names(origin.url) == names(other) == ["From JSON", "Hello"]
         for url in (origin.url, other):
             assert [say(url, "json"), say(url, "hello")] == ["Hello from JSON.", "Hello from a builder."]
-        assert httpx.get(other + "/_mockllm/health").json()["not_loaded"] == []
+        assert httpx.get(other + "/_mockllm/health", timeout=30).json()["not_loaded"] == []
 
 
 def test_python_text_importing_from_outside_the_scenario_base_is_refused_where_loaded(
@@ -155,11 +155,11 @@ def test_a_server_that_cannot_load_a_post_says_so_on_every_server_until_it_can(r
         serve_process("--state", redis_url, "--scenario-base", str(with_file)) as (_, first, _),
         serve_process("--state", redis_url, "--scenario-base", str(without)) as (lacking, second, _),
     ):
-        posted = httpx.post(first + "/_mockllm/scenarios", content=USES_SHARED)
+        posted = httpx.post(first + "/_mockllm/scenarios", content=USES_SHARED, timeout=30)
         assert posted.json()["loaded"] == ["Hi"]  # the posting server cannot know about the others yet
         assert [say(first, "hi"), say(second, "hi")] == ["Hello from the shared file.", "hi"]  # the echo responder
 
-        health = httpx.get(second + "/_mockllm/health").json()
+        health = httpx.get(second + "/_mockllm/health", timeout=30).json()
         [report] = health["not_loaded"]
         assert report["pid"] == lacking.pid == health["pid"]
         assert (report["post"], report["file"]) == (1, "POST /_mockllm/scenarios")
@@ -179,10 +179,10 @@ def test_a_server_that_cannot_load_a_post_says_so_on_every_server_until_it_can(r
         assert health["loaded"].endswith(
             ". Posted text 1 (POST /_mockllm/scenarios) does not load on this server: see not_loaded"
         )
-        first_health = httpx.get(first + "/_mockllm/health").json()
+        first_health = httpx.get(first + "/_mockllm/health", timeout=30).json()
         assert first_health["not_loaded"] == [report]  # every server lists what each could not load
         assert "does not load" not in first_health["loaded"]
-        verified = httpx.get(first + "/_mockllm/verify").json()
+        verified = httpx.get(first + "/_mockllm/verify", timeout=30).json()
         assert (verified["ok"], verified["not_loaded"]) == (False, [report])
 
         with mockllm.serve(state=redis_url, base=with_file) as third:  # the Python API's report says it too
@@ -190,18 +190,20 @@ def test_a_server_that_cannot_load_a_post_says_so_on_every_server_until_it_can(r
             assert not verification.ok
             assert verification.report().startswith(f"mockllm: {report['message']}:\n{report['text']}")
 
-        (without / "shared.mockllm").write_text(SHARED)  # the file arrives; the same text posted again loads
-        assert httpx.post(second + "/_mockllm/scenarios", content=USES_SHARED).json()["loaded"] == ["Hi"]  # to it
+        (without / "shared.mockllm").write_text(SHARED)  # the file arrives; the same text posted again to it loads
+        assert httpx.post(second + "/_mockllm/scenarios", content=USES_SHARED, timeout=30).json()["loaded"] == ["Hi"]
         assert say(second, "hi again") == "Hello from the shared file."
         assert not_loaded_on(first) == not_loaded_on(second) == []
-        assert httpx.get(second + "/_mockllm/verify").json()["ok"]
+        assert httpx.get(second + "/_mockllm/verify", timeout=30).json()["ok"]
 
         (without / "shared.mockllm").unlink()  # a second post that cannot load there, then a stop
-        httpx.post(first + "/_mockllm/scenarios", content=USES_SHARED.replace('"Hi"', '"Hi 2"'))
+        httpx.post(first + "/_mockllm/scenarios", content=USES_SHARED.replace('"Hi"', '"Hi 2"'), timeout=30)
         assert [r["post"] for r in not_loaded_on(second)] == [3]  # the third text posted (the first twice)
-        assert httpx.delete(first + "/_mockllm/scenarios").json() == {"cleared": True}  # no posts: nothing unloaded
+        # no posts: nothing unloaded
+        assert httpx.delete(first + "/_mockllm/scenarios", timeout=30).json() == {"cleared": True}
         assert not_loaded_on(first) == []
-        httpx.post(first + "/_mockllm/scenarios", content=USES_SHARED)  # loaded there before: compiled afresh
+        # loaded there before: compiled afresh
+        httpx.post(first + "/_mockllm/scenarios", content=USES_SHARED, timeout=30)
         assert [r["post"] for r in not_loaded_on(second)] == [1]
         lacking.terminate()
         lacking.wait(10)
