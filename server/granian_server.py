@@ -126,7 +126,8 @@ async def serve_granian(
         sock.detach(),
         tracked,
         interface=Interfaces.ASGINL,
-        task_impl=TaskImpl.asyncio,  # real tasks: what is still running at the end can be cancelled
+        # real tasks: what still runs at the end can be cancelled, as can a stuck Redis exchange (redis_store._Lane)
+        task_impl=TaskImpl.asyncio,
         http=HTTPModes.auto,
         # an idle keep-alive connection is closed after KEEP_ALIVE_S, as on the other servers
         http1_settings=HTTP1Settings(header_read_timeout=int(KEEP_ALIVE_S * 1000)),

@@ -249,7 +249,7 @@ class _Lane:
             assert task is not None
             busy = self._busy
             busy[task] = asyncio.get_running_loop().time() + self._timeout
-            if self._watchdog is None:
+            if self._watchdog is None or self._watchdog.done():
                 self._watchdog = asyncio.ensure_future(self._watch())
             try:
                 await connection.send_packed_command(connection.pack_command(*args), check_health=False)
@@ -354,6 +354,8 @@ class RedisStore(StateStore):
         timeout: float = 10.0,
     ) -> None:
         """``timeout``: how long to wait for a connection to Redis and for each of its answers."""
+        if not timeout > 0:
+            raise UsageError(f"mockllm: the Redis timeout must be positive, not {timeout!r}")
         super().__init__(engine)
         redis = _redis_module()
         self.url = check_url(url)
@@ -375,6 +377,7 @@ class RedisStore(StateStore):
             redis.exceptions.ConnectionError,
             redis.exceptions.TimeoutError,
         )
+        self._stale: type[BaseException] = redis.exceptions.ConnectionError
         self._commit = self._client.register_script(_commit_script())
         self._lane = _Lane(pool, CONNECTIONS, redis, timeout)
         self._no_script: type[BaseException] = redis.exceptions.NoScriptError
@@ -407,6 +410,7 @@ class RedisStore(StateStore):
         self._compiled: dict[str, CompiledLibrary | None] = {}
         self._unloadable: dict[str, dict[str, Any]] = {}  # post -> why it does not compile here
         self._reported = ""  # the field of ``unloaded`` this process last wrote its reports to ("" none)
+        self._report_owed = False  # the last report did not reach Redis: sent again at the next sync
         self._base = "start"  # what the posts go on top of: "start" (the files) or "none" (after a delete)
 
     @property
@@ -552,14 +556,15 @@ class RedisStore(StateStore):
 
     async def _run_commit(self, keys: list[str], args: list[Any]) -> Any:
         """The commit script's answer, run on the lane: loaded first when Redis does not have it (a new or
-        restarted Redis), and sent once more on a new connection when the first has gone stale."""
+        restarted Redis), and sent once more on a new connection when the first has gone stale (never after
+        a timeout: Redis may have run a commit whose answer did not arrive in time)."""
         script = self._commit
         for attempt in range(3):
             try:
                 return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args)
             except self._no_script:
                 await self._client.script_load(script.script)
-            except self._errors:
+            except self._stale:
                 if attempt:
                     raise
         return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args)
@@ -757,6 +762,8 @@ class RedisStore(StateStore):
         """Serve the library ``shared`` (READ_LIBRARY's answer) describes, unless already serving it."""
         generation, epoch, base, posts = int(shared[0]), int(shared[1]), shared[2], list(shared[3])
         if generation == self._generation:
+            if self._report_owed:
+                await self._report(generation)
             return
         compiled: dict[str, CompiledLibrary | None] = {}
         # after a delete or a restore, every post is compiled afresh, as on a server that saw the change
@@ -794,12 +801,18 @@ class RedisStore(StateStore):
     async def _report(self, generation: int) -> None:
         """Write this process's reports (or their absence, when it wrote some before) for ``generation``."""
         found = self.unloaded_here()
+        self._report_owed = False
         if not found and not self._reported:
             return
-        field = found[0]["server"] if found else self._reported
-        value = json.dumps(found, ensure_ascii=False, separators=(",", ":")) if found else ""
+        field = self.engine.id_seed  # this process's own, random: never another's, even one with its host and pid
+        value = _encode(found) if found else ""
         keys = [PREFIX + "lib", PREFIX + "unloaded"]
-        if int(await self._call(self._report_unloaded, keys=keys, args=[generation, field, value])):
+        try:
+            written = int(await self._call(self._report_unloaded, keys=keys, args=[generation, field, value]))
+        except StateUnavailable:  # the library is loaded all the same; the report goes at the next sync
+            self._report_owed = True
+            return
+        if written:
             self._reported = field if found else ""
 
     async def not_loaded(self) -> list[dict[str, Any]]:

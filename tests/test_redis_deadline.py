@@ -99,3 +99,102 @@ def test_a_store_on_a_real_redis_answers_and_stops_its_watchdog_on_close(redis_u
     entry_ids, left = asyncio.run(run())
     assert entry_ids == [entry_ids[0], entry_ids[0] + 1, entry_ids[0] + 2]
     assert left == set()
+
+
+@asynccontextmanager
+async def redis_that_hangs_on_commits() -> AsyncIterator[tuple[str, list[bytes]]]:
+    """A Redis stand-in that answers every command ``+OK`` (so connections open) but never a commit
+    (``EVALSHA``): the URL, and the commands it received, in order."""
+    import hiredis
+
+    received: list[bytes] = []
+    connections: list[asyncio.StreamWriter] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)
+        commands = hiredis.Reader()
+        while data := await reader.read(65536):
+            commands.feed(data)
+            while (command := commands.gets()) is not False:
+                name = command[0].upper()
+                received.append(name)
+                if name != b"EVALSHA":
+                    writer.write(b"+OK\r\n")
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"redis://127.0.0.1:{port}/0", received
+    finally:
+        for writer in connections:
+            writer.close()
+        server.close()
+
+
+def test_a_commit_that_timed_out_is_not_sent_again() -> None:
+    """Redis may have run a commit whose answer came too late: sending it again could take the turn twice."""
+
+    async def run() -> tuple[str, list[bytes]]:
+        async with redis_that_hangs_on_commits() as (url, received):
+            store = RedisStore(engine(), url, timeout=0.3)
+            try:
+                with pytest.raises(StateUnavailable) as raised:
+                    await store.handle(chat())
+            finally:
+                await store.close()
+        return str(raised.value), received
+
+    message, received = asyncio.run(run())
+    assert "no answer from Redis within 0.3s" in message
+    assert received.count(b"EVALSHA") == 1
+
+
+def test_a_timeout_that_is_not_positive_is_refused() -> None:
+    from mockllm.errors import UsageError
+
+    with pytest.raises(UsageError, match="the Redis timeout must be positive, not 0"):
+        RedisStore(engine(), "redis://127.0.0.1:1/0", timeout=0)
+
+
+def test_a_not_loaded_report_redis_did_not_take_is_sent_at_the_next_sync(redis_url: str, tmp_path: Path) -> None:
+    """The library is loaded all the same; the report is owed, and the next sync delivers it."""
+    import redis
+
+    from mockllm.server.posted import Posted
+
+    with_file, without = tmp_path / "with", tmp_path / "without"
+    with_file.mkdir()
+    without.mkdir()
+    (with_file / "shared.mockllm").write_text('mockllm 1\nreply greeting:\n    text "Hi."\n')
+    text = 'mockllm 1\nuse "shared.mockllm" as shared\n\nscenario "Hi":\n    step hi:\n'
+    text += "        reply like shared.greeting\n"
+    posted = Posted(text)
+
+    async def run() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+        origin = RedisStore(engine(), redis_url, root=str(with_file))
+        other = RedisStore(engine(), redis_url, root=str(without))
+        try:
+            await origin.sync_library()
+            await other.sync_library()
+            compiled, _, _ = posted.compile(str(with_file))
+            assert compiled is not None
+            await origin.post_library(posted, compiled)
+            script = other._report_unloaded
+
+            async def unreachable(*args: object, **kwargs: object) -> object:
+                raise redis.exceptions.ConnectionError("Redis went away")
+
+            other._report_unloaded = unreachable
+            await other.sync_library()  # loads the library (without the post) but cannot report it
+            before = await origin.not_loaded()
+            other._report_unloaded = script
+            await other.sync_library()  # the same generation: the owed report goes now
+            after = await origin.not_loaded()
+        finally:
+            await origin.close()
+            await other.close()
+        return before, after
+
+    before, after = asyncio.run(run())
+    assert before == []
+    assert [(r["post"], r["scenario_base"]) for r in after] == [(1, str(without.resolve()))]
