@@ -258,14 +258,15 @@ class _Lane:
                 del busy[task]
                 self._idle.append(connection)
                 raise
-            except BaseException as exc:  # a broken or interrupted exchange: this connection, and the idle
-                del busy[task]  # ones (to a Redis that may have gone), are not used again
+            except BaseException as exc:  # a broken or interrupted exchange: this connection is not used again,
+                del busy[task]  # nor, unless a request was merely cancelled, the idle ones (Redis may have gone)
                 late = task in self._late
                 if late:  # the watchdog's doing, unless the task was also cancelled from elsewhere
                     self._late.discard(task)
                     late = isinstance(exc, asyncio.CancelledError) and task.uncancel() == 0
                 await connection.disconnect()
-                await self.close()
+                if late or not isinstance(exc, asyncio.CancelledError):
+                    await self.close()
                 if late:
                     raise self._timeout_error(f"no answer from Redis within {self._timeout:g}s") from None
                 raise

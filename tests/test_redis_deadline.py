@@ -104,7 +104,8 @@ def test_a_store_on_a_real_redis_answers_and_stops_its_watchdog_on_close(redis_u
 @asynccontextmanager
 async def redis_that_hangs_on_commits() -> AsyncIterator[tuple[str, list[bytes]]]:
     """A Redis stand-in that answers every command ``+OK`` (so connections open) but never a commit
-    (``EVALSHA``): the URL, and the commands it received, in order."""
+    (``EVALSHA``): the URL, and the commands it received, in order (``b"CONNECTED"`` for each new
+    connection)."""
     import hiredis
 
     received: list[bytes] = []
@@ -112,6 +113,7 @@ async def redis_that_hangs_on_commits() -> AsyncIterator[tuple[str, list[bytes]]
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connections.append(writer)
+        received.append(b"CONNECTED")
         commands = hiredis.Reader()
         while data := await reader.read(65536):
             commands.feed(data)
@@ -198,3 +200,31 @@ def test_a_not_loaded_report_redis_did_not_take_is_sent_at_the_next_sync(redis_u
     before, after = asyncio.run(run())
     assert before == []
     assert [(r["post"], r["scenario_base"]) for r in after] == [(1, str(without.resolve()))]
+
+
+def test_a_request_cancelled_during_its_commit_leaves_the_other_connections_open() -> None:
+    """A client that leaves mid-commit costs its own connection (its exchange is cut short), not the
+    others': the next commit goes on one still open instead of a new connection."""
+
+    async def run() -> tuple[int, int]:
+        async with redis_that_hangs_on_commits() as (url, received):
+            store = RedisStore(engine(), url, timeout=30.0)
+            lane = store._lane  # the commits' own connections
+            try:
+                await lane.run("PING")  # one connection, idle: the commit takes it
+                committing = asyncio.ensure_future(store.handle(chat()))
+                while b"EVALSHA" not in received:
+                    await asyncio.sleep(0.01)
+                await lane.run("PING")  # a second one meanwhile, idle again
+                committing.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await committing
+                before = received.count(b"CONNECTED")
+                await lane.run("PING")
+                after = received.count(b"CONNECTED")
+            finally:
+                await store.close()
+        return before, after
+
+    before, after = asyncio.run(run())
+    assert after == before
