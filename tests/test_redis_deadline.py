@@ -54,16 +54,21 @@ async def silent_redis() -> AsyncIterator[str]:
         server.close()
 
 
+async def refused(url: str) -> str:
+    """Why a request to a store on ``url`` with a 0.3 s timeout fails."""
+    store = RedisStore(engine(), url, timeout=0.3)
+    try:
+        with pytest.raises(StateUnavailable) as raised:
+            await store.handle(chat())
+    finally:
+        await store.close()
+    return str(raised.value)
+
+
 def test_a_redis_that_never_answers_fails_the_request_with_the_deadline() -> None:
     async def run() -> str:
         async with silent_redis() as url:
-            store = RedisStore(engine(), url, timeout=0.3)
-            try:
-                with pytest.raises(StateUnavailable) as raised:
-                    await store.handle(chat())
-            finally:
-                await store.close()
-        return str(raised.value)
+            return await refused(url)
 
     message = asyncio.run(run())
     assert "no answer from Redis within 0.3s" in message
@@ -138,13 +143,7 @@ def test_a_commit_that_timed_out_is_not_sent_again() -> None:
 
     async def run() -> tuple[str, list[bytes]]:
         async with redis_that_hangs_on_commits() as (url, received):
-            store = RedisStore(engine(), url, timeout=0.3)
-            try:
-                with pytest.raises(StateUnavailable) as raised:
-                    await store.handle(chat())
-            finally:
-                await store.close()
-        return str(raised.value), received
+            return await refused(url), received
 
     message, received = asyncio.run(run())
     assert "no answer from Redis within 0.3s" in message
