@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import socket
+import socketserver
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import openai
 import pytest
+from reliability import serve_process
 
 from mockllm.dsl.machines.compiler import load_and_compile
 from mockllm.errors import StateUnavailable
@@ -106,46 +112,54 @@ def test_a_store_on_a_real_redis_answers_and_stops_its_watchdog_on_close(redis_u
     assert left == set()
 
 
-@asynccontextmanager
-async def redis_that_hangs_on_commits() -> AsyncIterator[tuple[str, list[bytes]]]:
-    """A Redis stand-in that answers every command ``+OK`` (so connections open) but never a commit
-    (``EVALSHA``): the URL, and the commands it received, in order (``b"CONNECTED"`` for each new
-    connection)."""
+@contextmanager
+def redis_that_hangs_on_commits(upstream: str) -> Iterator[tuple[str, list[bytes]]]:
+    """The Redis at ``upstream`` behind a proxy, on a thread of its own, that passes every command on
+    but a commit (``EVALSHA``), which it never answers: the proxy's URL, and the commands it received,
+    in order (``b"CONNECTED"`` for each new connection)."""
     import hiredis
 
     received: list[bytes] = []
-    connections: list[asyncio.StreamWriter] = []
+    host, port = urlsplit(upstream).hostname, urlsplit(upstream).port
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(writer)
-        received.append(b"CONNECTED")
-        commands = hiredis.Reader()
-        while data := await reader.read(65536):
-            commands.feed(data)
-            while (command := commands.gets()) is not False:
-                name = command[0].upper()
-                received.append(name)
-                if name != b"EVALSHA":
-                    writer.write(b"+OK\r\n")
+    class Connection(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            received.append(b"CONNECTED")
+            commands = hiredis.Reader()
+            with socket.create_connection((host, port)) as redis:
+                while data := self.request.recv(65536):
+                    commands.feed(data)
+                    while (command := commands.gets()) is not False:
+                        received.append(command[0].upper())
+                        if command[0].upper() != b"EVALSHA":
+                            redis.sendall(hiredis.pack_command(tuple(command)))
+                            self.request.sendall(one_reply(redis))
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
+    def one_reply(redis: socket.socket) -> bytes:
+        reply, raw = hiredis.Reader(), b""
+        while True:
+            chunk = redis.recv(65536)
+            raw += chunk
+            reply.feed(chunk)
+            if reply.gets() is not False:
+                return raw
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Connection)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"redis://127.0.0.1:{port}/0", received
+        yield f"redis://127.0.0.1:{server.server_address[1]}/0", received
     finally:
-        for writer in connections:
-            writer.close()
-        server.close()
+        server.shutdown()
+        server.server_close()
 
 
-def test_a_commit_that_timed_out_is_not_sent_again() -> None:
+def test_a_commit_that_timed_out_is_not_sent_again(redis_url: str) -> None:
     """Redis may have run a commit whose answer came too late: sending it again could take the turn twice."""
 
-    async def run() -> tuple[str, list[bytes]]:
-        async with redis_that_hangs_on_commits() as (url, received):
-            return await refused(url), received
+    with redis_that_hangs_on_commits(redis_url) as (url, received):
+        message = asyncio.run(refused(url))
 
-    message, received = asyncio.run(run())
     assert "no answer from Redis within 0.3s" in message
     assert received.count(b"EVALSHA") == 1
 
@@ -201,29 +215,44 @@ def test_a_not_loaded_report_redis_did_not_take_is_sent_at_the_next_sync(redis_u
     assert [(r["post"], r["scenario_base"]) for r in after] == [(1, str(without.resolve()))]
 
 
-def test_a_request_cancelled_during_its_commit_leaves_the_other_connections_open() -> None:
+def test_a_request_cancelled_during_its_commit_leaves_the_other_connections_open(redis_url: str) -> None:
     """A client that leaves mid-commit costs its own connection (its exchange is cut short), not the
     others': the next commit goes on one still open instead of a new connection."""
 
-    async def run() -> tuple[int, int]:
-        async with redis_that_hangs_on_commits() as (url, received):
-            store = RedisStore(engine(), url, timeout=30.0)
-            lane = store._lane  # the commits' own connections
-            try:
-                await lane.run("PING")  # one connection, idle: the commit takes it
-                committing = asyncio.ensure_future(store.handle(chat()))
-                while b"EVALSHA" not in received:
-                    await asyncio.sleep(0.01)
-                await lane.run("PING")  # a second one meanwhile, idle again
-                committing.cancel()
-                with pytest.raises(asyncio.CancelledError):
-                    await committing
-                before = received.count(b"CONNECTED")
-                await lane.run("PING")
-                after = received.count(b"CONNECTED")
-            finally:
-                await store.close()
+    async def run(url: str, received: list[bytes]) -> tuple[int, int]:
+        store = RedisStore(engine(), url, timeout=30.0)
+        lane = store._lane  # the commits' own connections
+        try:
+            await lane.run("PING")  # one connection, idle: the commit takes it
+            committing = asyncio.ensure_future(store.handle(chat()))
+            while b"EVALSHA" not in received:
+                await asyncio.sleep(0.01)
+            await lane.run("PING")  # a second one meanwhile, idle again
+            committing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await committing
+            before = received.count(b"CONNECTED")
+            await lane.run("PING")
+            after = received.count(b"CONNECTED")
+        finally:
+            await store.close()
         return before, after
 
-    before, after = asyncio.run(run())
+    with redis_that_hangs_on_commits(redis_url) as (url, received):
+        before, after = asyncio.run(run(url, received))
     assert after == before
+
+
+def test_an_sdk_client_of_a_server_whose_redis_hangs_gets_a_503_after_the_deadline(redis_url: str) -> None:
+    """What a user meets: `mockllm serve --state` on a Redis that stops answering, the OpenAI SDK."""
+    with (
+        redis_that_hangs_on_commits(redis_url) as (url, received),
+        serve_process("--state", url, str(SCRIPT)) as (_, base, _),
+        openai.OpenAI(base_url=base + "/v1", api_key="test", max_retries=0, timeout=60) as client,
+        pytest.raises(openai.InternalServerError) as raised,
+    ):
+        client.chat.completions.create(model="bench", messages=[{"role": "user", "content": "Hello"}])
+    assert raised.value.status_code == 503
+    assert "the shared state store is unreachable" in raised.value.message
+    assert "no answer from Redis within 10s" in raised.value.message
+    assert received.count(b"EVALSHA") == 1  # the commit was not sent again: Redis may have taken it
