@@ -73,12 +73,15 @@ def response_head(
     last. Names are checked and values cleaned as :func:`header_bytes` does, in one pass."""
     out: list[tuple[bytes, bytes]] = []
     has_type = False
+    names = _NAMES
     for headers in (rendered.headers, extra):
-        for name, value in headers:
-            raw = _name_bytes(name)
+        for name, value in headers:  # header_bytes, inlined: a response has a handful and every one counts
+            raw = names.get(name)
             if raw is None:
-                log.warning("mockllm: dropped response header with an invalid name %r", name)
-                continue
+                raw = _name_bytes(name)
+                if raw is None:
+                    log.warning("mockllm: dropped response header with an invalid name %r", name)
+                    continue
             if raw == b"content-type":
                 has_type = True
             elif raw == b"content-length" and length is not None:
@@ -86,7 +89,12 @@ def response_head(
             clean = value if type(value) is str else str(value)
             if "\r" in clean or "\n" in clean or "\0" in clean:
                 clean = clean.replace("\r", " ").replace("\n", " ").replace("\0", "")
-            out.append((raw, utf8_text(clean.strip())))
+            clean = clean.strip()
+            try:
+                encoded = clean.encode("utf-8")
+            except UnicodeEncodeError:
+                encoded = utf8_text(clean)
+            out.append((raw, encoded))
     if not has_type:
         media = _MEDIA.get(rendered.media_type)
         if media is None:

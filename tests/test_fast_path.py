@@ -9,7 +9,6 @@ machine by hiding the server's module from a child process."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import re
 import signal
@@ -215,20 +214,22 @@ def test_assembled_completion_is_byte_identical_to_the_encoded_payload(
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    number=st.integers(0, 2**256),
-    alphabet=st.sampled_from([ids._B62, ids._B64URL]),
-    length=st.integers(0, 45),
-)
-def test_ids_two_digits_at_a_time_are_the_digits_one_at_a_time(number: int, alphabet: str, length: int) -> None:
-    assert ids._encode(number, alphabet, length) == ids._digits(number, alphabet, length)
+@given(seed=st.text(max_size=80), length=st.integers(0, 150), url_safe=st.booleans())
+def test_ids_are_the_alphabet_at_the_length_asked_the_same_for_the_same_seed(
+    seed: str, length: int, url_safe: bool
+) -> None:
+    alphabet = ids._B64URL if url_safe else ids._B62
+    table = ids._B64URL_TABLE if url_safe else ids._B62_TABLE
+    made = ids._chars(seed, table, length)
+    assert len(made) == length and set(made) <= set(alphabet)
+    assert ids._chars(seed, table, length) == made
 
 
-@given(seed=st.text(alphabet="0123456789abcdefABCDEFxyz", max_size=60))
-def test_ids_read_a_long_lower_case_hex_seed_as_its_number_and_hash_anything_else(seed: str) -> None:
-    hexadecimal = len(seed) >= 32 and all(c in "0123456789abcdef" for c in seed)
-    digest = hashlib.sha256(seed.encode()).hexdigest()
-    assert ids._number(seed) == int(seed if hexadecimal else digest, 16)
+def test_ids_of_different_seeds_differ_and_use_the_whole_alphabet() -> None:
+    made = {ids.base62(f"{n:050x}", 29) for n in range(2000)}  # response ids differ in their last digits
+    assert len(made) == 2000
+    assert set("".join(made)) == set(ids._B62)
+    assert ids.chat_completion_id("r1") != ids.chat_completion_id("r2")
 
 
 def test_static_replies_are_resolved_once_and_still_keyed_per_request() -> None:
@@ -512,3 +513,9 @@ def test_assembled_stream_chunks_are_byte_identical_to_the_encoded_payloads(
         encoded = events.stream_frames(plan, framer(plan, chat, ctx, encoded=True))
         assert events.stream_frames(plan, fast) == encoded, framer
         assert all(frame.data.startswith(b"data: ") for frame in encoded)
+        # frames(): the plan's tails written once (the first call), then reused with another response's head
+        assert framer(plan, chat, ctx).frames() == encoded, framer
+        later = RenderContext(response_id=response_id + "-next", created=created + 1, request_id="req_2")
+        again = framer(plan, chat, later).frames()
+        assert again == events.stream_frames(plan, framer(plan, chat, later, encoded=True)), framer
+        assert again != encoded

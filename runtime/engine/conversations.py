@@ -25,13 +25,23 @@ CONVERSATION_HEADER = "x-mockllm-conversation"
 
 def fingerprint(chat: ChatRequest) -> str:
     """16 hex digits of sha256 over the opening: system prompt and first user message."""
-    system = chat.system or "\n".join(m.text for m in chat.messages if m.role == "system")
-    first_user = next((m.text for m in chat.messages if m.role == "user"), "")
-    digest = hashlib.sha256()
-    digest.update(system.encode("utf-8", "surrogatepass"))
-    digest.update(b"\x00")
-    digest.update(first_user.encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:16]
+    system = chat.system
+    first_user: str | None = None
+    if system:
+        for m in chat.messages:
+            if m.role == "user":
+                first_user = m.text
+                break
+    else:  # no system field: the system messages, all of them
+        parts: list[str] = []
+        for m in chat.messages:
+            if m.role == "system":
+                parts.append(m.text)
+            elif first_user is None and m.role == "user":
+                first_user = m.text
+        system = "\n".join(parts)
+    opening = f"{system}\x00{first_user or ''}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(opening).hexdigest()[:16]
 
 
 KEY_CHARS = 64  # a conversation header longer than this is kept as its start and a digest
@@ -79,16 +89,18 @@ class MachineState:
     def captured(self) -> dict[str, str]:
         return dict(self.captures)
 
-    def advance(self, index: int, max_uses: int | None, captures: dict[str, str]) -> MachineState:
+    def advance(self, index: int, max_uses: int | None, captures: dict[str, str] | None) -> MachineState:
         """The state after step ``index`` matched (same rule as :meth:`Machine.advance`, kept sparse so
         a long machine costs nothing per request): its use count grows; once used up, the position
-        moves to it (`always` steps never move the position)."""
+        moves to it (`always` steps never move the position). ``captures``: all of them after the step,
+        or None when it captured nothing new."""
         counts = dict(self.uses)
-        counts[index] = counts.get(index, 0) + 1
+        used = counts[index] = counts.get(index, 0) + 1
         position = self.position
-        if max_uses is not None and counts[index] >= max_uses:
+        if max_uses is not None and used >= max_uses:
             position = index
-        return MachineState(self.generation, position, tuple(sorted(counts.items())), tuple(captures.items()))
+        kept = self.captures if captures is None else tuple(captures.items())
+        return MachineState(self.generation, position, tuple(sorted(counts.items())), kept)
 
 
 @attrs.frozen

@@ -323,9 +323,11 @@ def _not_found(chat: ChatRequest, missing: str) -> ErrorPlan:
 
 
 def _status(plan: Plan | None) -> int:
+    if type(plan) is MessagePlan:
+        return 200
     if plan is None:
         return 404
-    if isinstance(plan, ErrorPlan | RawPlan):
+    if isinstance(plan, (ErrorPlan, RawPlan)):
         return plan.status
     return 200
 
@@ -488,7 +490,8 @@ class Engine:
                             if taken:
                                 captures.update(taken)
                             if commit:
-                                conv.set_state(machine.name, state.advance(idx, step.max_uses, captures))
+                                kept = captures if taken else None  # nothing new: the state's own, as they are
+                                conv.set_state(machine.name, state.advance(idx, step.max_uses, kept))
                             return _Selection(machine, mi, step, captures)
                 except RegexTimeout as exc:  # the request gets the error, naming the step
                     raise exc.at(_where((machine, step))) from None
@@ -565,7 +568,7 @@ class Engine:
         entry_id = self._journal.next_id()
         with conv.lock:
             turn = self.turn(chat, key, missing, conv, response_id(self.id_seed, issued), entry_id)
-        if turn.used is not None:
+        if turn.used is not None and turn.used not in self._used:  # (a step used again: no lock to take)
             with self._lock:
                 self._used.add(turn.used)
         self._journal.add(turn.entry)

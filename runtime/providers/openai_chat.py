@@ -135,6 +135,17 @@ def _messages(
     system: list[str] = []
     call_names: dict[str, str] = {}
     for i, raw in enumerate(raw_messages):
+        if type(raw) is dict:  # a user or system message with text content, checked inline (no paths built)
+            content = raw.get("content")
+            if type(content) is str:
+                role = raw.get("role")
+                if role == "user":
+                    messages.append(Message("user", content, index=i))
+                    continue
+                if role == "system" or role == "developer":
+                    system.append(content)
+                    messages.append(Message("system", content, index=i))
+                    continue
         at = path.at(i)
         obj = as_object(raw, at)
         role = one_of(require(obj, "role", at), ROLES, at.key("role"))
@@ -284,6 +295,16 @@ def _padding(delta: dict[str, Any]) -> str:
     return obfuscation(piece if isinstance(piece, str) else "")
 
 
+# The tails of a plan's assembled chunks (ChunkFramer.frames), by id(plan): the plan is kept with them, so
+# its id is not reused while they are. Each entry: (plan, (framer class, padding), per frame either
+# (tail bytes, content, None) or (None, False, the frame itself), for a frame holding nothing of the response).
+_TAILS: dict[int, tuple[MessagePlan, tuple[Any, ...], tuple[tuple[bytes | None, bool, Frame | None], ...]]] = {}
+_TAILS_LIMIT = 256
+_HEAD_MARK = "\x00mockllm chunk head\x00"  # stands for the head while tails are written: no chunk starts so
+_MARK_BYTES = _HEAD_MARK.encode()
+_MARK_LEN = len(_MARK_BYTES)
+
+
 class ChunkFramer:
     """Chat completion chunks: a role chunk, content and refusal deltas, tool-call intros and argument
     fragments by index, the finish chunk, the usage chunk when asked for, ``[DONE]``. Every chunk's
@@ -312,6 +333,39 @@ class ChunkFramer:
         self.usage_field = ',"usage":null' if chat.include_usage else ""
         # choice_fields' answers as written, by identity: a subclass returns a few constants, over and over
         self.written_fields: dict[int, tuple[dict[str, Any], str]] = {}
+
+    def frames(self) -> tuple[Frame, ...]:
+        """Every frame of the stream: :func:`events.stream_frames` over this framer.
+
+        Assembled chunks are the head (id, created, model: this response's) and a tail that depends only
+        on the plan and on the request's padding, so the tails of a plan are written once and reused
+        while the plan is (a static reply's plan is, request after request): each chunk is then the
+        head and its tail joined. A stream with a usage chunk (per response, not assembled) is framed
+        in full each time."""
+        head = self.head
+        plan = self.plan
+        if head is None or self.chat.include_usage:
+            return events.stream_frames(plan, self)
+        key = (type(self), self.pad)
+        hit = _TAILS.get(id(plan))
+        if hit is None or hit[0] is not plan or hit[1] != key:
+            self.head = _HEAD_MARK
+            try:
+                marked = events.stream_frames(plan, self)
+            finally:
+                self.head = head
+            parts = tuple(
+                (f.data[_MARK_LEN:], f.content, None) if f.data.startswith(_MARK_BYTES) else (None, False, f)
+                for f in marked
+            )
+            if len(_TAILS) >= _TAILS_LIMIT:
+                _TAILS.clear()
+            hit = _TAILS[id(plan)] = (plan, key, parts)
+        start = utf8_json(head)
+        out: list[Frame] = []
+        for tail, content, frame in hit[2]:
+            out.append(Frame(start + tail, content) if tail is not None else frame or Frame(b""))
+        return tuple(out)
 
     def data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -470,7 +524,7 @@ class OpenAIChatAdapter(BaseAdapter):
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         headers = reply_headers(plan, ctx)
         if chat.stream:
-            frames = events.stream_frames(plan, self.framer(plan, chat, ctx))
+            frames = self.framer(plan, chat, ctx).frames()
             return stream_response(frames, media_type=SSE_UTF8_MEDIA, headers=headers)
         return Rendered(status=200, media_type=JSON_MEDIA, headers=headers, body=_completion_bytes(plan, ctx))
 

@@ -13,68 +13,45 @@ base64 characters."""
 from __future__ import annotations
 
 import hashlib
-import re
 
 _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _B64URL = _B62 + "-_"
 
 
-def _digits(number: int, alphabet: str, length: int) -> str:
-    """The ``length`` lowest digits of ``number`` in base ``len(alphabet)``, lowest first: the
-    definition :func:`_encode` computes two digits at a time."""
-    base = len(alphabet)
-    out = []
-    for _ in range(length):
-        number, digit = divmod(number, base)
-        out.append(alphabet[digit])
-    return "".join(out)
+def _table(alphabet: str) -> bytes:
+    """Byte ``b`` -> the ASCII of ``alphabet[b % len(alphabet)]``: one :meth:`bytes.translate` turns
+    digest bytes into id characters. (62 does not divide 256, so the first eight letters come up a
+    little more often than the rest -- invisible in an id, which only has to look real and not repeat.)"""
+    return bytes(ord(alphabet[b % len(alphabet)]) for b in range(256))
 
 
-_PAIRS: dict[str, tuple[int, tuple[str, ...]]] = {}
+_B62_TABLE = _table(_B62)
+_B64URL_TABLE = _table(_B64URL)
+_DIGEST_MAX = 64  # blake2b's largest digest, in bytes: the longest id one digest gives
 
 
-def _pairs(alphabet: str) -> tuple[int, tuple[str, ...]]:
-    """``base ** 2`` and every two-digit string, lowest digit first, by its value."""
-    found = _PAIRS.get(alphabet)
-    if found is None:
-        base = len(alphabet)
-        found = (base * base, tuple(alphabet[v % base] + alphabet[v // base] for v in range(base * base)))
-        _PAIRS[alphabet] = found
-    return found
-
-
-def _encode(number: int, alphabet: str, length: int) -> str:
-    """:func:`_digits`, two digits per division (an id is on every response: half the loop)."""
-    square, pairs = _pairs(alphabet)
-    out = []
-    for _ in range((length + 1) // 2):
-        number, pair = divmod(number, square)
-        out.append(pairs[pair])
-    text = "".join(out)
-    return text if len(text) == length else text[:length]
-
-
-_HEX = re.compile(r"[0-9a-f]{32,}")
-
-
-def _number(seed: str) -> int:
-    """The number a hex id stands for; any other string (a test's ``"r1"``) is hashed first."""
-    if _HEX.fullmatch(seed):
-        return int(seed, 16)
-    return int(hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest(), 16)
+def _chars(seed: str, table: bytes, length: int) -> str:
+    """``length`` characters of ``table``'s alphabet from a digest of ``seed``: the same seed, the same
+    characters; another seed, others. Longer ids chain digests."""
+    if length <= 0:
+        return ""
+    data = seed.encode("utf-8", "surrogatepass")
+    raw = hashlib.blake2b(data, digest_size=min(length, _DIGEST_MAX)).digest()
+    while len(raw) < length:
+        raw += hashlib.blake2b(raw, digest_size=min(length - len(raw), _DIGEST_MAX)).digest()
+    return raw.translate(table).decode("ascii")
 
 
 def base62(seed: str, length: int) -> str:
-    """``length`` letters and digits derived from a hex id (at least 32 digits) or any other string."""
-    return _encode(_number(seed), _B62, length)
+    """``length`` letters and digits derived from ``seed`` (a hex id or any other string)."""
+    return _chars(seed, _B62_TABLE, length)
 
 
 def call_key(conversation: str, prefix: str, n: int) -> str:
     """The key of the ``n``-th tool call of a conversation: 24 letters and digits, the same for the
     same conversation and ``n``, different for another conversation. ``prefix`` separates the keys
     of scripted calls from the echo responder's."""
-    digest = hashlib.sha256(f"{prefix}\x00{conversation}\x00{n}".encode("utf-8", "surrogatepass")).hexdigest()
-    return base62(digest, 24)
+    return base62(f"{prefix}\x00{conversation}\x00{n}", 24)
 
 
 def hex_id(seed: str, index: int, length: int = 50) -> str:
@@ -96,4 +73,4 @@ def anthropic_request_id(request_id: str) -> str:
 
 
 def gemini_response_id(response_id: str) -> str:
-    return _encode(_number(response_id), _B64URL, 23)
+    return _chars(response_id, _B64URL_TABLE, 23)
