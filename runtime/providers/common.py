@@ -71,8 +71,8 @@ def _reject_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # shared: json.loads would build one per call
-_scan = _DECODER.scan_once
-_space = json.decoder.WHITESPACE.match
+_scan: Any = _DECODER.scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__, not in the stubs
+_space: Any = re.compile(r"[ \t\n\r]*").match  # json.decoder.WHITESPACE: always matches
 
 
 def _loads(text: str) -> Any:
