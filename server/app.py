@@ -246,7 +246,7 @@ class ProviderEndpoint:
         track: list[int] = []  # the journal entry, from when the engine has one until it is settled
         try:
             headers = _headers(scope)
-            provider = self.spec.provider or provider_for(path, headers)
+            provider = self.spec.provider_of(path, headers)  # this route's provider, or the claim that holds
             path_params: dict[str, str] = {}
             handler = self.spec.handler
             if handler == "model_path":
@@ -270,7 +270,9 @@ class ProviderEndpoint:
             channel.body_done = True
             http = HttpRequest(method, path, _query(scope), headers, body, path_params)
             gmethod_name = path_params.get("method")
-            operation = registry.entry(provider).model_methods.get(gmethod_name or "")  # `{model}:METHOD`
+            operation = None
+            if gmethod_name is not None:  # `{model}:METHOD`
+                operation = registry.entry(provider).model_methods.get(gmethod_name)
             if handler == "chat" or operation == "chat":
                 await self._chat(http, adapter, channel, track, arrived)
             elif handler == "inputs" or operation == "inputs":

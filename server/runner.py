@@ -94,9 +94,11 @@ async def serve_uvicorn(
         def capture_signals(self) -> Iterator[None]:
             yield
 
+    from mockllm.server.joined_writes import joined_writes_protocol
+
     config = uvicorn.Config(
         app,
-        http="httptools",
+        http=joined_writes_protocol(),  # httptools, each response's head and body in one write
         lifespan="off",
         log_level="warning",
         access_log=False,

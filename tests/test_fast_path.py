@@ -211,6 +211,9 @@ def test_assembled_completion_is_byte_identical_to_the_encoded_payload(
     )
     ctx = RenderContext(response_id=response_id, created=created, request_id="req_1")
     assert _completion_bytes(plan, ctx) == json_bytes(completion_payload(plan, ctx))
+    # the plan's part after `created` written once, then reused with another response's id and time
+    later = RenderContext(response_id=response_id + "-next", created=created + 1, request_id="req_2")
+    assert _completion_bytes(plan, later) == json_bytes(completion_payload(plan, later))
 
 
 @settings(max_examples=300, deadline=None)

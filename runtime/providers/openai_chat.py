@@ -267,17 +267,34 @@ _USAGE_TAIL = (
 
 def _completion_bytes(plan: MessagePlan, ctx: RenderContext) -> bytes:
     """``json_bytes(completion_payload(plan, ctx))``, byte for byte, assembled from its pieces: only the
-    strings are encoded (by the encoder ``json.dumps`` uses), the fixed parts are written once, here."""
+    strings are encoded (by the encoder ``json.dumps`` uses), the fixed parts are written once, here.
+    Everything after ``created`` depends on the plan alone: it is written once per plan and reused
+    while the plan is (a static reply's plan is, request after request)."""
+    created = ctx.created
+    if type(created) is not int:
+        return json_bytes(completion_payload(plan, ctx))  # not a plain int: let the encoder decide
+    hit = _COMPLETION_TAILS.get(id(plan))
+    if hit is None or hit[0] is not plan:
+        tail = _completion_tail(plan)
+        if tail is None:
+            return json_bytes(completion_payload(plan, ctx))
+        if len(_COMPLETION_TAILS) >= _TAILS_LIMIT:
+            _COMPLETION_TAILS.clear()
+        hit = _COMPLETION_TAILS[id(plan)] = (plan, tail)
+    head = f'{{"id":"{chat_completion_id(ctx.response_id)}","object":"chat.completion","created":{created}'
+    return head.encode("ascii") + hit[1]
+
+
+def _completion_tail(plan: MessagePlan) -> bytes | None:
+    """What follows ``created`` in the completion of ``plan``; None when a count is not a plain int."""
+    inp, out = plan.input_tokens, plan.output_tokens
+    if type(inp) is not int or type(out) is not int:
+        return None
     content = json_text(plan.text) if _has_content(plan) else "null"
     refusal = json_text(plan.refusal) if plan.refusal is not None else "null"
     calls = f',"tool_calls":{json_text([_call_json(c) for c in plan.tool_calls])}' if plan.tool_calls else ""
-    created = ctx.created
-    inp, out = plan.input_tokens, plan.output_tokens
-    if type(created) is not int or type(inp) is not int or type(out) is not int:
-        return json_bytes(completion_payload(plan, ctx))  # not plain ints: let the encoder decide
     text = (
-        f'{{"id":"{chat_completion_id(ctx.response_id)}","object":"chat.completion","created":{created},'
-        f'"model":{json_text(plan.model)},"system_fingerprint":"{SYSTEM_FINGERPRINT}","service_tier":"default",'
+        f',"model":{json_text(plan.model)},"system_fingerprint":"{SYSTEM_FINGERPRINT}","service_tier":"default",'
         f'"choices":[{{"index":0,"message":{{"role":"assistant","content":{content},"refusal":{refusal},'
         f'"annotations":[]{calls}}},"logprobs":null,"finish_reason":{json_text(plan.finish)}}}],'
         f'"usage":{{"prompt_tokens":{inp},"completion_tokens":{out},"total_tokens":{inp + out}{_USAGE_TAIL}'
@@ -300,6 +317,8 @@ def _padding(delta: dict[str, Any]) -> str:
 # (tail bytes, content, None) or (None, False, the frame itself), for a frame holding nothing of the response).
 _TAILS: dict[int, tuple[MessagePlan, tuple[Any, ...], tuple[tuple[bytes | None, bool, Frame | None], ...]]] = {}
 _TAILS_LIMIT = 256
+# The same for non-streamed completions (_completion_bytes): by id(plan), (plan, what follows `created`).
+_COMPLETION_TAILS: dict[int, tuple[MessagePlan, bytes]] = {}
 _HEAD_MARK = "\x00mockllm chunk head\x00"  # stands for the head while tails are written: no chunk starts so
 _MARK_BYTES = _HEAD_MARK.encode()
 _MARK_LEN = len(_MARK_BYTES)
