@@ -44,7 +44,10 @@ async def _serve_and_ask(requests: list[bytes]) -> tuple[list[bytes], bytes]:
     from mockllm.server.app import create_app
     from mockllm.server.joined_writes import joined_writes_protocol
 
-    script = 'scenario "s":\n    step a:\n        reply:\n            text "joined"\n            stream 3 chunks\n        always\n'
+    script = (
+        'scenario "s":\n    step a:\n        reply:\n            text "joined"\n            stream 3 chunks\n'
+        "        always\n"
+    )
     library, diagnostics = compile_library(load_text(script, file="joined.mockllm"))
     assert library is not None, diagnostics
     writes: list[bytes] = []
