@@ -32,10 +32,10 @@ class BodyDeadline:
 
     def enter(self) -> asyncio.Task[object] | None:
         """Start the clock for the current task's body read."""
-        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task(loop)  # (given the loop: one look-up of the running loop, not two)
         if task is None:
             return None
-        loop = asyncio.get_running_loop()
         self._waiting[task] = loop.time()
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = loop.create_task(self._sweep())
