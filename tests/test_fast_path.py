@@ -522,3 +522,23 @@ def test_assembled_stream_chunks_are_byte_identical_to_the_encoded_payloads(
         again = framer(plan, chat, later).frames()
         assert again == events.stream_frames(plan, framer(plan, chat, later, encoded=True)), framer
         assert again != encoded
+
+
+def test_a_large_reply_is_written_afresh_and_not_kept() -> None:
+    """The tails of a plan are kept for reuse only while they are small: an echo of a long prompt is
+    a new plan every time, and keeping 256 of them would hold their whole text."""
+    from mockllm.runtime.providers import events, openai_chat
+    from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
+    from mockllm.runtime.request import HttpRequest
+
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    chat = OpenAIChatAdapter().parse(HttpRequest("POST", "/v1/chat/completions", {}, {}, json.dumps(body).encode()))
+    ctx = RenderContext(response_id="r1", created=1, request_id="req_1")
+    for size, kept in ((100, True), (40_000, False)):
+        text = "é" * size
+        plan = MessagePlan(model="m", text=text, text_chunks=(text[: size // 2], text[size // 2 :]))
+        framed = ChunkFramer(plan, chat, ctx).frames()
+        assert framed == events.stream_frames(plan, ChunkFramer(plan, chat, ctx, encoded=True))
+        assert (id(plan) in openai_chat._TAILS) is kept
+        assert _completion_bytes(plan, ctx) == json_bytes(completion_payload(plan, ctx))
+        assert (id(plan) in openai_chat._COMPLETION_TAILS) is kept

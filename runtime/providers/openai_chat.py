@@ -278,9 +278,11 @@ def _completion_bytes(plan: MessagePlan, ctx: RenderContext) -> bytes:
         tail = _completion_tail(plan)
         if tail is None:
             return json_bytes(completion_payload(plan, ctx))
-        if len(_COMPLETION_TAILS) >= _TAILS_LIMIT:
-            _COMPLETION_TAILS.clear()
-        hit = _COMPLETION_TAILS[id(plan)] = (plan, tail)
+        hit = (plan, tail)
+        if len(tail) <= _TAIL_BYTES:
+            if len(_COMPLETION_TAILS) >= _TAILS_LIMIT:
+                _COMPLETION_TAILS.clear()
+            _COMPLETION_TAILS[id(plan)] = hit
     head = f'{{"id":"{chat_completion_id(ctx.response_id)}","object":"chat.completion","created":{created}'
     return head.encode("ascii") + hit[1]
 
@@ -317,6 +319,7 @@ def _padding(delta: dict[str, Any]) -> str:
 # (tail bytes, content, None) or (None, False, the frame itself), for a frame holding nothing of the response).
 _TAILS: dict[int, tuple[MessagePlan, tuple[Any, ...], tuple[tuple[bytes | None, bool, Frame | None], ...]]] = {}
 _TAILS_LIMIT = 256
+_TAIL_BYTES = 16 * 1024  # a larger reply (an echo of a long prompt …) is written afresh: memory stays small
 # The same for non-streamed completions (_completion_bytes): by id(plan), (plan, what follows `created`).
 _COMPLETION_TAILS: dict[int, tuple[MessagePlan, bytes]] = {}
 _HEAD_MARK = "\x00mockllm chunk head\x00"  # stands for the head while tails are written: no chunk starts so
@@ -377,9 +380,11 @@ class ChunkFramer:
                 (f.data[_MARK_LEN:], f.content, None) if f.data.startswith(_MARK_BYTES) else (None, False, f)
                 for f in marked
             )
-            if len(_TAILS) >= _TAILS_LIMIT:
-                _TAILS.clear()
-            hit = _TAILS[id(plan)] = (plan, key, parts)
+            hit = (plan, key, parts)
+            if sum(len(tail) for tail, _, _ in parts if tail is not None) <= _TAIL_BYTES:
+                if len(_TAILS) >= _TAILS_LIMIT:
+                    _TAILS.clear()
+                _TAILS[id(plan)] = hit
         start = utf8_json(head)
         out: list[Frame] = []
         for tail, content, frame in hit[2]:
