@@ -5,8 +5,9 @@ Uvicorn writes a response's status line and headers to the socket as soon as the
 loopback two wake-ups of the client, where one would do. The transport given to Uvicorn's protocol
 here holds a write until the next one or the end of the event loop's turn, whichever comes first:
 a head followed at once by its body goes out in one write; a stream's head, or a chunk sent after a
-pause, goes out at the end of the turn it was written in, as before. Nothing else changes: every
-other call is the transport's own."""
+pause, goes out at the end of the turn it was written in, as before; when the client half-closes,
+what is held goes out before the loop closes the connection. Nothing else changes: every other call
+is the transport's own."""
 
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ class JoinedWrites:
     def writelines(self, lines: Any) -> None:
         self.write(b"".join(lines))
 
+    def flush(self) -> None:
+        """Write what is held now (before the loop closes the transport under this one)."""
+        self._flush()
+
     def _flush(self) -> None:
         held = self._held
         if held is not None:
@@ -68,6 +73,13 @@ def joined_writes_protocol() -> type[Any]:
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             # (uvloop's transports are not asyncio.Transport subclasses: casts, no isinstance checks)
             joined = JoinedWrites(cast(asyncio.Transport, transport), self.loop)
+            self.joined = joined
             super().connection_made(cast(asyncio.Transport, joined))  # a transport in all but name
+
+        def eof_received(self) -> None:
+            # The client half-closed: the loop closes the transport under ours when this returns, before
+            # the end of the turn -- what is held (a HEAD answer, a stream's last chunk) goes out first.
+            self.joined.flush()
+            super().eof_received()
 
     return JoinedWritesProtocol

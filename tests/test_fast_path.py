@@ -542,3 +542,26 @@ def test_a_large_reply_is_written_afresh_and_not_kept() -> None:
         assert (id(plan) in openai_chat._TAILS) is kept
         assert _completion_bytes(plan, ctx) == json_bytes(completion_payload(plan, ctx))
         assert (id(plan) in openai_chat._COMPLETION_TAILS) is kept
+
+
+def test_the_kept_tails_never_keep_a_plan_alive() -> None:
+    """A plan's tails are kept with a weak reference to it: a plan nothing else holds (an echo, a
+    templated reply, its thinking as large as the prompt) is freed with its text after its response."""
+    import gc
+    import weakref
+
+    from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
+    from mockllm.runtime.request import HttpRequest
+
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    chat = OpenAIChatAdapter().parse(HttpRequest("POST", "/v1/chat/completions", {}, {}, json.dumps(body).encode()))
+    ctx = RenderContext(response_id="r1", created=1, request_id="req_1")
+    plan = MessagePlan(model="m", text="ok", thinking="t" * 1_000_000)  # OpenAI chat renders no thinking
+    first = ChunkFramer(plan, chat, ctx).frames()
+    assert ChunkFramer(plan, chat, ctx).frames() == first  # the kept tails, while the plan lives
+    whole = _completion_bytes(plan, ctx)
+    assert _completion_bytes(plan, ctx) == whole
+    gone = weakref.ref(plan)
+    del plan
+    gc.collect()
+    assert gone() is None

@@ -35,9 +35,11 @@ class Recorded:
         return getattr(self._transport, name)
 
 
-async def _serve_and_ask(requests: list[bytes]) -> tuple[list[bytes], bytes]:
+async def _serve_and_ask(requests: list[bytes], half_close: bool = False) -> tuple[list[bytes], bytes]:
     """Serve a mockllm app on Uvicorn with the joined protocol, send ``requests`` on one keep-alive
-    connection one after another, and return the socket writes and everything the client read."""
+    connection one after another, and return the socket writes and everything the client read. With
+    ``half_close``: send the one request, shut the client's side for writing, read until the server
+    closes."""
     from mockllm.dsl.machines.compiler import compile_library
     from mockllm.dsl.parse.loader import load_text
     from mockllm.runtime.engine.engine import Engine
@@ -70,6 +72,12 @@ async def _serve_and_ask(requests: list[bytes]) -> tuple[list[bytes], bytes]:
     received = b""
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        if half_close:
+            writer.write(b"".join(requests))
+            writer.write_eof()
+            while chunk := await asyncio.wait_for(reader.read(65536), 10):
+                received += chunk
+            requests = []
         for request in requests:
             writer.write(request)
             await writer.drain()
@@ -99,6 +107,15 @@ def test_each_answer_head_and_body_is_one_socket_write_over_a_real_uvicorn() -> 
     assert whole.startswith(b"HTTP/1.1 200 OK\r\n") and b'"content":"joined"' in whole
     assert streamed.startswith(b"HTTP/1.1 200 OK\r\n") and b"data: [DONE]" in streamed
     assert received == whole + streamed
+
+
+def test_an_answer_to_a_client_that_half_closed_still_goes_out_whole() -> None:
+    """A client that sends its request and shuts its side: the loop closes the connection when it reads
+    the end of the input -- the held write (here a HEAD answer, all head) must go out before."""
+    head = b"HEAD /v1/models HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer sk-test\r\n\r\n"
+    writes, received = asyncio.run(_serve_and_ask([head], half_close=True))
+    assert received.startswith(b"HTTP/1.1 200 OK\r\n") and received.endswith(b"\r\n\r\n")
+    assert writes == [received]
 
 
 class Transport:

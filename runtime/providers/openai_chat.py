@@ -3,6 +3,7 @@ rules and response rendering, byte for byte as docs/providers/openai.md describe
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from json.encoder import encode_basestring  # the string encoder json_text's encoder writes strings with
 from typing import Any
@@ -274,11 +275,11 @@ def _completion_bytes(plan: MessagePlan, ctx: RenderContext) -> bytes:
     if type(created) is not int:
         return json_bytes(completion_payload(plan, ctx))  # not a plain int: let the encoder decide
     hit = _COMPLETION_TAILS.get(id(plan))
-    if hit is None or hit[0] is not plan:
+    if hit is None or hit[0]() is not plan:
         tail = _completion_tail(plan)
         if tail is None:
             return json_bytes(completion_payload(plan, ctx))
-        hit = (plan, tail)
+        hit = (weakref.ref(plan), tail)
         if len(tail) <= _TAIL_BYTES:
             if len(_COMPLETION_TAILS) >= _TAILS_LIMIT:
                 _COMPLETION_TAILS.clear()
@@ -314,14 +315,16 @@ def _padding(delta: dict[str, Any]) -> str:
     return obfuscation(piece if isinstance(piece, str) else "")
 
 
-# The tails of a plan's assembled chunks (ChunkFramer.frames), by id(plan): the plan is kept with them, so
-# its id is not reused while they are. Each entry: (plan, (framer class, padding), per frame either
-# (tail bytes, content, None) or (None, False, the frame itself), for a frame holding nothing of the response).
-_TAILS: dict[int, tuple[MessagePlan, tuple[Any, ...], tuple[tuple[bytes | None, bool, Frame | None], ...]]] = {}
+# The tails of a plan's assembled chunks (ChunkFramer.frames), by id(plan), with a weak reference to the plan
+# (an entry whose plan is gone, or whose id a new plan took, is stale: never the cache that keeps a plan, and
+# its text, alive). Each entry: (plan ref, (framer class, padding), per frame either (tail bytes, content,
+# None) or (None, False, the frame itself), for a frame holding nothing of the response).
+_PlanRef = weakref.ReferenceType[MessagePlan]
+_TAILS: dict[int, tuple[_PlanRef, tuple[Any, ...], tuple[tuple[bytes | None, bool, Frame | None], ...]]] = {}
 _TAILS_LIMIT = 256
 _TAIL_BYTES = 16 * 1024  # a larger reply (an echo of a long prompt …) is written afresh: memory stays small
-# The same for non-streamed completions (_completion_bytes): by id(plan), (plan, what follows `created`).
-_COMPLETION_TAILS: dict[int, tuple[MessagePlan, bytes]] = {}
+# The same for non-streamed completions (_completion_bytes): by id(plan), (plan ref, what follows `created`).
+_COMPLETION_TAILS: dict[int, tuple[_PlanRef, bytes]] = {}
 _HEAD_MARK = "\x00mockllm chunk head\x00"  # stands for the head while tails are written: no chunk starts so
 _MARK_BYTES = _HEAD_MARK.encode()
 _MARK_LEN = len(_MARK_BYTES)
@@ -370,7 +373,7 @@ class ChunkFramer:
             return events.stream_frames(plan, self)
         key = (type(self), self.pad)
         hit = _TAILS.get(id(plan))
-        if hit is None or hit[0] is not plan or hit[1] != key:
+        if hit is None or hit[0]() is not plan or hit[1] != key:
             self.head = _HEAD_MARK
             try:
                 marked = events.stream_frames(plan, self)
@@ -380,7 +383,7 @@ class ChunkFramer:
                 (f.data[_MARK_LEN:], f.content, None) if f.data.startswith(_MARK_BYTES) else (None, False, f)
                 for f in marked
             )
-            hit = (plan, key, parts)
+            hit = (weakref.ref(plan), key, parts)
             if sum(len(tail) for tail, _, _ in parts if tail is not None) <= _TAIL_BYTES:
                 if len(_TAILS) >= _TAILS_LIMIT:
                     _TAILS.clear()
