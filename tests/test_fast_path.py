@@ -447,7 +447,8 @@ def chunk_framers() -> list[type[ChunkFramer]]:
         framer = todo.pop()
         found.append(framer)
         todo.extend(framer.__subclasses__())
-    return sorted(found, key=lambda f: f.__qualname__)
+    # (not the framers a test defines for itself, inside its function)
+    return sorted((f for f in found if "<locals>" not in f.__qualname__), key=lambda f: f.__qualname__)
 
 
 # Text the string encoder must escape, and characters it keeps (the lone surrogate is written as its escape).
@@ -565,3 +566,25 @@ def test_the_kept_tails_never_keep_a_plan_alive() -> None:
     del plan
     gc.collect()
     assert gone() is None
+
+
+def test_a_framer_that_writes_the_head_inside_a_chunk_is_framed_whole() -> None:
+    """Tails are split off chunks that start with the head; a framer writing the head elsewhere in a
+    chunk (an `event:` line first, say) gets its stream framed in full, never the stand-in head."""
+    from mockllm.runtime.providers import events
+    from mockllm.runtime.providers.base import Frame
+    from mockllm.runtime.providers.openai_chat import OpenAIChatAdapter
+    from mockllm.runtime.request import HttpRequest
+
+    class EventLines(ChunkFramer):
+        def frame(self, event: events.Event) -> list[Frame]:
+            return [Frame(b"event: chunk\n" + f.data, f.content) for f in super().frame(event)]
+
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    chat = OpenAIChatAdapter().parse(HttpRequest("POST", "/v1/chat/completions", {}, {}, json.dumps(body).encode()))
+    ctx = RenderContext(response_id="r1", created=1, request_id="req_1")
+    plan = MessagePlan(model="m", text="hello there", text_chunks=("hello ", "there"))
+    framed = EventLines(plan, chat, ctx).frames()
+    assert framed == events.stream_frames(plan, EventLines(plan, chat, ctx))
+    assert all(b"mockllm chunk head" not in f.data for f in framed)
+    assert framed[1].data.startswith(b'event: chunk\ndata: {"id":"chatcmpl-')

@@ -383,6 +383,8 @@ class ChunkFramer:
                 (f.data[_MARK_LEN:], f.content, None) if f.data.startswith(_MARK_BYTES) else (None, False, f)
                 for f in marked
             )
+            if any(frame is not None and _MARK_BYTES in frame.data for _, _, frame in parts):
+                return events.stream_frames(plan, self)  # a framer that writes the head elsewhere: not split
             hit = (weakref.ref(plan), key, parts)
             if sum(len(tail) for tail, _, _ in parts if tail is not None) <= _TAIL_BYTES:
                 if len(_TAILS) >= _TAILS_LIMIT:
