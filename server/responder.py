@@ -55,11 +55,16 @@ def header_bytes(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]
         if raw is None:
             log.warning("mockllm: dropped response header with an invalid name %r", name)
             continue
-        clean = value if type(value) is str else str(value)
-        if "\r" in clean or "\n" in clean or "\0" in clean:
-            clean = clean.replace("\r", " ").replace("\n", " ").replace("\0", "")
-        out.append((raw, utf8_text(clean.strip())))
+        out.append((raw, _value_bytes(value)))
     return out
+
+
+def _value_bytes(value: object) -> bytes:
+    """A header value as sent: CR and LF become spaces, NUL is removed, the ends are stripped, UTF-8."""
+    clean = value if type(value) is str else str(value)
+    if "\r" in clean or "\n" in clean or "\0" in clean:
+        clean = clean.replace("\r", " ").replace("\n", " ").replace("\0", "")
+    return utf8_text(clean.strip())
 
 
 _MEDIA: dict[str, bytes] = {}  # media types seen, as header values
@@ -73,28 +78,17 @@ def response_head(
     last. Names are checked and values cleaned as :func:`header_bytes` does, in one pass."""
     out: list[tuple[bytes, bytes]] = []
     has_type = False
-    names = _NAMES
     for headers in (rendered.headers, extra):
-        for name, value in headers:  # header_bytes, inlined: a response has a handful and every one counts
-            raw = names.get(name)
+        for name, value in headers:
+            raw = _name_bytes(name)
             if raw is None:
-                raw = _name_bytes(name)
-                if raw is None:
-                    log.warning("mockllm: dropped response header with an invalid name %r", name)
-                    continue
+                log.warning("mockllm: dropped response header with an invalid name %r", name)
+                continue
             if raw == b"content-type":
                 has_type = True
             elif raw == b"content-length" and length is not None:
                 continue
-            clean = value if type(value) is str else str(value)
-            if "\r" in clean or "\n" in clean or "\0" in clean:
-                clean = clean.replace("\r", " ").replace("\n", " ").replace("\0", "")
-            clean = clean.strip()
-            try:
-                encoded = clean.encode("utf-8")
-            except UnicodeEncodeError:
-                encoded = utf8_text(clean)
-            out.append((raw, encoded))
+            out.append((raw, _value_bytes(value)))
     if not has_type:
         media = _MEDIA.get(rendered.media_type)
         if media is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from json.encoder import encode_basestring  # the string encoder json_text's encoder writes strings with
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
@@ -274,18 +274,14 @@ def _completion_bytes(plan: MessagePlan, ctx: RenderContext) -> bytes:
     created = ctx.created
     if type(created) is not int:
         return json_bytes(completion_payload(plan, ctx))  # not a plain int: let the encoder decide
-    hit = _COMPLETION_TAILS.get(id(plan))
-    if hit is None or hit[0]() is not plan:
+    tail = _COMPLETION_TAILS.get(plan)
+    if tail is None:
         tail = _completion_tail(plan)
         if tail is None:
             return json_bytes(completion_payload(plan, ctx))
-        hit = (weakref.ref(plan), tail)
-        if len(tail) <= _TAIL_BYTES:
-            if len(_COMPLETION_TAILS) >= _TAILS_LIMIT:
-                _COMPLETION_TAILS.clear()
-            _COMPLETION_TAILS[id(plan)] = hit
+        _COMPLETION_TAILS.put(plan, tail, len(tail))
     head = f'{{"id":"{chat_completion_id(ctx.response_id)}","object":"chat.completion","created":{created}'
-    return head.encode("ascii") + hit[1]
+    return head.encode("ascii") + tail
 
 
 def _completion_tail(plan: MessagePlan) -> bytes | None:
@@ -315,16 +311,43 @@ def _padding(delta: dict[str, Any]) -> str:
     return obfuscation(piece if isinstance(piece, str) else "")
 
 
-# The tails of a plan's assembled chunks (ChunkFramer.frames), by id(plan), with a weak reference to the plan
-# (an entry whose plan is gone, or whose id a new plan took, is stale: never the cache that keeps a plan, and
-# its text, alive). Each entry: (plan ref, (framer class, padding), per frame either (tail bytes, content,
-# None) or (None, False, the frame itself), for a frame holding nothing of the response).
-_PlanRef = weakref.ReferenceType[MessagePlan]
-_TAILS: dict[int, tuple[_PlanRef, tuple[Any, ...], tuple[tuple[bytes | None, bool, Frame | None], ...]]] = {}
-_TAILS_LIMIT = 256
 _TAIL_BYTES = 16 * 1024  # a larger reply (an echo of a long prompt …) is written afresh: memory stays small
-# The same for non-streamed completions (_completion_bytes): by id(plan), (plan ref, what follows `created`).
-_COMPLETION_TAILS: dict[int, tuple[_PlanRef, bytes]] = {}
+V = TypeVar("V")
+
+
+class _PlanCache(Generic[V]):
+    """What was written from a plan alone, by ``id(plan)``, reused while the plan is (a static reply's plan
+    is, request after request). An entry holds its plan by a weak reference: an entry whose plan is gone,
+    or whose id a new plan took, is stale, and no entry keeps a plan (and its text) alive. At most
+    ``limit`` entries, each at most :data:`_TAIL_BYTES`; ``key`` sets apart values written differently
+    from one plan."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self._limit = limit
+        self._entries: dict[int, tuple[weakref.ReferenceType[MessagePlan], Any, V]] = {}
+
+    def get(self, plan: MessagePlan, key: Any = None) -> V | None:
+        hit = self._entries.get(id(plan))
+        if hit is None or hit[0]() is not plan or hit[1] != key:
+            return None
+        return hit[2]
+
+    def put(self, plan: MessagePlan, value: V, size: int, key: Any = None) -> None:
+        if size > _TAIL_BYTES:
+            return
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        self._entries[id(plan)] = (weakref.ref(plan), key, value)
+
+    def __contains__(self, plan_id: object) -> bool:
+        return plan_id in self._entries
+
+
+# The tails of a plan's assembled chunks (ChunkFramer.frames), keyed by (framer class, padding): per frame
+# either (tail bytes, content, None) or (None, False, the frame itself), for a frame holding nothing of the
+# response. And a non-streamed completion's part after `created` (_completion_bytes).
+_TAILS: _PlanCache[tuple[tuple[bytes | None, bool, Frame | None], ...]] = _PlanCache()
+_COMPLETION_TAILS: _PlanCache[bytes] = _PlanCache()
 _HEAD_MARK = "\x00mockllm chunk head\x00"  # stands for the head while tails are written: no chunk starts so
 _MARK_BYTES = _HEAD_MARK.encode()
 _MARK_LEN = len(_MARK_BYTES)
@@ -372,8 +395,8 @@ class ChunkFramer:
         if head is None or self.chat.include_usage:
             return events.stream_frames(plan, self)
         key = (type(self), self.pad)
-        hit = _TAILS.get(id(plan))
-        if hit is None or hit[0]() is not plan or hit[1] != key:
+        parts = _TAILS.get(plan, key)
+        if parts is None:
             self.head = _HEAD_MARK
             try:
                 marked = events.stream_frames(plan, self)
@@ -385,14 +408,10 @@ class ChunkFramer:
             )
             if any(frame is not None and _MARK_BYTES in frame.data for _, _, frame in parts):
                 return events.stream_frames(plan, self)  # a framer that writes the head elsewhere: not split
-            hit = (weakref.ref(plan), key, parts)
-            if sum(len(tail) for tail, _, _ in parts if tail is not None) <= _TAIL_BYTES:
-                if len(_TAILS) >= _TAILS_LIMIT:
-                    _TAILS.clear()
-                _TAILS[id(plan)] = hit
+            _TAILS.put(plan, parts, sum(len(tail) for tail, _, _ in parts if tail is not None), key)
         start = utf8_json(head)
         out: list[Frame] = []
-        for tail, content, frame in hit[2]:
+        for tail, content, frame in parts:
             out.append(Frame(start + tail, content) if tail is not None else frame or Frame(b""))
         return tuple(out)
 
