@@ -176,3 +176,33 @@ def test_an_abort_drops_what_is_held() -> None:
         return inner.writes
 
     assert asyncio.run(run()) == []
+
+
+def test_the_openai_sdk_reads_whole_and_streamed_answers_from_mockllm_serve_on_uvicorn(tmp_path: Any) -> None:
+    """What a user meets: `mockllm serve --server uvicorn` and the official OpenAI SDK, its stream
+    helper included, over a keep-alive connection: every answer arrives whole, twice over (the second
+    time from the plan's kept bytes)."""
+    import openai
+    from reliability import serve_process
+
+    script = tmp_path / "joined.mockllm"
+    script.write_text(
+        'scenario "s":\n    step a:\n        reply:\n            text "one two three"\n'
+        "            stream 3 chunks\n        always\n"
+    )
+    with serve_process(str(script), "--server", "uvicorn") as (_proc, url, _port):
+        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+        messages: Any = [{"role": "user", "content": "hi"}]
+        for _ in range(2):
+            whole = client.chat.completions.create(model="gpt-4o", messages=messages)
+            assert whole.choices[0].message.content == "one two three"
+            assert whole.id.startswith("chatcmpl-") and len(whole.id) == len("chatcmpl-") + 29
+            pieces = [
+                chunk.choices[0].delta.content or ""
+                for chunk in client.chat.completions.create(model="gpt-4o", messages=messages, stream=True)
+                if chunk.choices
+            ]
+            assert "".join(pieces) == "one two three" and len([p for p in pieces if p]) == 3
+            with client.chat.completions.stream(model="gpt-4o", messages=messages) as stream:
+                final = stream.get_final_completion()
+            assert final.choices[0].message.content == "one two three"
