@@ -339,8 +339,10 @@ class _PlanCache(Generic[V]):
             self._entries.clear()
         self._entries[id(plan)] = (weakref.ref(plan), key, value)
 
-    def __contains__(self, plan_id: object) -> bool:
-        return plan_id in self._entries
+    def __contains__(self, plan: object) -> bool:
+        """Whether ``plan`` has a live entry (a stale one, left by a plan whose id it now has, is not its)."""
+        hit = self._entries.get(id(plan))
+        return hit is not None and hit[0]() is plan
 
 
 # The tails of a plan's assembled chunks (ChunkFramer.frames), keyed by (framer class, padding): per frame
