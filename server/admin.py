@@ -63,6 +63,30 @@ def _is_loopback(host: str | None) -> bool:
     return address.is_loopback
 
 
+def _relayed_for(request: Request) -> str | None:
+    """The first client that a proxy on this machine says it relays for (``X-Forwarded-For``, or
+    ``for=`` of ``Forwarded``) and that is not this machine, else None. (Every server option reads
+    these the same way: only a loopback peer is asked, and only to refuse.)"""
+    named: list[str] = []
+    for value in request.headers.getlist("x-forwarded-for"):
+        named += value.split(",")
+    for value in request.headers.getlist("forwarded"):
+        for element in value.split(","):
+            for pair in element.split(";"):
+                key, _, given = pair.strip().partition("=")
+                if key.strip().lower() == "for":
+                    named.append(given)
+    for raw in named:
+        host = raw.strip().strip('"')
+        if host.startswith("["):  # [v6] or [v6]:port
+            host = host[1:].split("]", 1)[0]
+        elif host.count(":") == 1:  # v4:port
+            host = host.split(":", 1)[0]
+        if not _is_loopback(host):
+            return host or raw.strip() or "an unnamed client"
+    return None
+
+
 def _local_name(host: str, request: Request) -> bool:
     """Whether ``host`` (a ``Host`` header's or an origin's host, without the port) names this
     machine's loopback interface or the address the request came in on."""
@@ -114,9 +138,11 @@ def _refusal(request: Request, options: ServerOptions) -> Response | None:
             return json_response({"error": "mockllm: wrong admin token"}, 403)
         return None
     host = request.client.host if request.client is not None else None
-    if not _is_loopback(host):
+    relayed = _relayed_for(request) if _is_loopback(host) else None
+    if not _is_loopback(host) or relayed is not None:
+        who = host if relayed is None else f"{relayed}, relayed by a proxy on this machine"
         message = (
-            f"mockllm: the admin API answers only loopback clients (this one is {host}); "
+            f"mockllm: the admin API answers only loopback clients (this one is {who}); "
             "start the server with --admin-token to allow others"
         )
         return json_response({"error": message}, 403)

@@ -50,7 +50,8 @@ _random = random.Random()  # ids need to be unique, not secret: no system call p
 
 
 def _hex(digits: int) -> str:
-    return f"{_random.getrandbits(4 * digits):0{digits}x}"
+    """``digits`` (even) random hex digits. (Through bytes: twice as fast as formatting the number.)"""
+    return _random.getrandbits(4 * digits).to_bytes(digits // 2, "big").hex()
 
 
 class ServerState:
@@ -122,12 +123,23 @@ def to_response(rendered: Rendered, extra: list[tuple[str, str]] | None = None) 
 # Reading the request
 
 
+_HEADER_NAMES: dict[bytes, str] = {}  # request header names seen, as bytes -> as read (lower-case)
+_HEADER_NAMES_LIMIT = 1024
+
+
 def _headers(scope: Scope) -> dict[str, str]:
     out = LowerCaseHeaders()
+    names = _HEADER_NAMES
     for raw_name, raw_value in scope.get("headers", []):
-        name = raw_name.decode("latin-1").lower()
-        value = raw_value.decode("latin-1")
-        out[name] = f"{out[name]}, {value}" if name in out else value
+        name = names.get(raw_name) if type(raw_name) is bytes else None
+        if name is None:
+            name = raw_name.decode("latin-1").lower()
+            if len(names) < _HEADER_NAMES_LIMIT and type(raw_name) is bytes:
+                names[raw_name] = name
+        if name in out:  # a repeated header: its values joined, as one
+            out[name] = f"{out[name]}, {raw_value.decode('latin-1')}"
+        else:
+            out[name] = raw_value.decode("latin-1")
     return out
 
 

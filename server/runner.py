@@ -94,16 +94,19 @@ async def serve_uvicorn(
         def capture_signals(self) -> Iterator[None]:
             yield
 
-    from mockllm.server.joined_writes import joined_writes_protocol
+    from mockllm.server.uvicorn_protocol import uvicorn_protocol
 
     config = uvicorn.Config(
         app,
-        http=joined_writes_protocol(),  # httptools, each response's head and body in one write
+        http=uvicorn_protocol(),  # httptools; one write per response, a lean head
         lifespan="off",
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=max(grace_s, 0.0) + FINISH_S,
         timeout_keep_alive=KEEP_ALIVE_S,
+        # The client address is the peer's, as on the other servers (the admin API reads the headers a
+        # proxy on this machine adds, on every server): no middleware around every request.
+        proxy_headers=False,
     )
     server = Server(config)
 

@@ -227,3 +227,33 @@ def test_with_a_token_any_client_with_the_token_may_use_the_admin_api() -> None:
     assert _refusal(_request_from("10.1.2.3", {"authorization": "Bearer t0k"}), options) is None
     refused = _refusal(_request_from("127.0.0.1"), options)
     assert refused is not None and refused.status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("headers", "relayed"),
+    [
+        ({"x-forwarded-for": "203.0.113.5"}, "203.0.113.5"),
+        ({"x-forwarded-for": "127.0.0.1, 198.51.100.7"}, "198.51.100.7"),
+        ({"forwarded": 'for="[2001:db8::1]:4711";proto=https'}, "2001:db8::1"),
+        ({"forwarded": "for=192.0.2.60:8080, for=127.0.0.1"}, "192.0.2.60"),
+        ({"forwarded": "for=unknown"}, "unknown"),
+    ],
+)
+def test_a_loopback_proxy_relaying_for_another_machine_is_refused(headers: dict[str, str], relayed: str) -> None:
+    refused = _refusal(_request_from("127.0.0.1", headers), ServerOptions())
+    assert refused is not None and refused.status_code == 403
+    error = json.loads(bytes(refused.body))["error"]
+    assert f"this one is {relayed}, relayed by a proxy on this machine" in error and "--admin-token" in error
+
+
+@pytest.mark.parametrize(
+    "headers", [{"x-forwarded-for": "127.0.0.1"}, {"x-forwarded-for": "::1, 127.0.0.2"}, {"forwarded": "for=127.0.0.1"}]
+)
+def test_a_loopback_proxy_relaying_for_this_machine_is_allowed(headers: dict[str, str]) -> None:
+    assert _refusal(_request_from("127.0.0.1", headers), ServerOptions()) is None
+
+
+def test_relay_headers_from_a_remote_peer_do_not_make_it_local() -> None:
+    refused = _refusal(_request_from("10.1.2.3", {"x-forwarded-for": "127.0.0.1"}), ServerOptions())
+    assert refused is not None and refused.status_code == 403
+    assert "(this one is 10.1.2.3);" in json.loads(bytes(refused.body))["error"]

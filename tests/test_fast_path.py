@@ -592,3 +592,43 @@ def test_a_framer_that_writes_the_head_inside_a_chunk_is_framed_whole() -> None:
     assert framed == events.stream_frames(plan, EventLines(plan, chat, ctx))
     assert all(b"mockllm chunk head" not in f.data for f in framed)
     assert framed[1].data.startswith(b'event: chunk\ndata: {"id":"chatcmpl-')
+
+
+# ------------------------------------------------------------------------------------------------
+# Response ids and conversation fingerprints: cheaper, and still what they promise
+
+
+def test_response_ids_are_fifty_hex_digits_never_repeated_within_or_across_seeds() -> None:
+    from mockllm.runtime.engine.engine import response_id
+
+    seen = {response_id(seed, n) for seed in ("", "worker-2", "worker-3") for n in range(1, 50_001)}
+    assert len(seen) == 150_000
+    assert all(len(rid) == 50 and set(rid) <= set("0123456789abcdef") for rid in seen)
+    assert response_id("", 7) == response_id("", 7)  # the same engine turn, the same id
+    assert response_id("", 7)[:10] != response_id("", 8)[:10]  # neighbours do not share a visible prefix
+
+
+def test_a_fingerprint_is_the_same_computed_or_remembered_and_the_memory_stays_bounded() -> None:
+    import hashlib
+
+    from mockllm.runtime.engine import conversations
+    from mockllm.runtime.request import ChatRequest, Message
+
+    def chat(system: str, user: str) -> ChatRequest:
+        return ChatRequest(
+            provider="openai", endpoint="/v1/chat/completions", model="m", stream=False,
+            messages=(Message("user", user),), system=system,
+        )  # fmt: skip
+
+    def expected(system: str, user: str) -> str:
+        return hashlib.sha256(f"{system}\x00{user}".encode()).hexdigest()[:16]
+
+    first = conversations.fingerprint(chat("be brief", "hello"))
+    assert first == conversations.fingerprint(chat("be brief", "hello")) == expected("be brief", "hello")
+    assert conversations.fingerprint(chat("be brief", "hello!")) != first
+    for n in range(conversations._FINGERPRINTS_LIMIT + 10):
+        assert conversations.fingerprint(chat("", f"opening {n}")) == expected("", f"opening {n}")
+    assert len(conversations._FINGERPRINTS) <= conversations._FINGERPRINTS_LIMIT
+    long_opening = "x" * (conversations._FINGERPRINT_CHARS + 1)
+    assert conversations.fingerprint(chat("", long_opening)) == expected("", long_opening)
+    assert f"\x00{long_opening}" not in conversations._FINGERPRINTS

@@ -40,8 +40,20 @@ def fingerprint(chat: ChatRequest) -> str:
             elif first_user is None and m.role == "user":
                 first_user = m.text
         system = "\n".join(parts)
-    opening = f"{system}\x00{first_user or ''}".encode("utf-8", "surrogatepass")
-    return hashlib.sha256(opening).hexdigest()[:16]
+    opening = f"{system}\x00{first_user or ''}"
+    key = _FINGERPRINTS.get(opening)
+    if key is None:  # (every turn of a conversation opens the same way: each opening is hashed once)
+        key = hashlib.sha256(opening.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        if len(_FINGERPRINTS) >= _FINGERPRINTS_LIMIT:
+            _FINGERPRINTS.clear()
+        if len(opening) <= _FINGERPRINT_CHARS:  # long openings are hashed each time, not kept
+            _FINGERPRINTS[opening] = key
+    return key
+
+
+_FINGERPRINTS: dict[str, str] = {}  # recent openings -> their fingerprints
+_FINGERPRINTS_LIMIT = 4096
+_FINGERPRINT_CHARS = 4096
 
 
 KEY_CHARS = 64  # a conversation header longer than this is kept as its start and a digest

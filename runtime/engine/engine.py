@@ -348,10 +348,22 @@ def continued(chat: ChatRequest, stored: StoredResponse | None) -> tuple[ChatReq
     return chat, stored_key(explicit) if explicit else stored.conversation, None
 
 
+_ID_BITS = 200  # 50 hex digits
+_ID_MASK = (1 << _ID_BITS) - 1
+#: odd, so ``issued -> issued * _ID_STEP`` is one-to-one modulo 2**200: no two turns share an id
+_ID_STEP = int.from_bytes(hashlib.sha256(b"mockllm-response-step").digest()[:25], "big") | 1
+_ID_BASES: dict[str, int] = {}
+
+
 def response_id(seed: str, issued: int) -> str:
-    """The ``issued``-th response id of an engine (50 hex digits); ``seed`` sets processes sharing
-    one state store apart."""
-    return hashlib.sha256(f"mockllm-response-{seed}{issued}".encode()).hexdigest()[:50]
+    """The ``issued``-th response id of an engine (50 hex digits, different for every ``issued``);
+    ``seed`` sets processes sharing one state store apart (each seed starts from its own digest)."""
+    base = _ID_BASES.get(seed)
+    if base is None:
+        base = int.from_bytes(hashlib.sha256(f"mockllm-response-{seed}".encode()).digest()[:25], "big")
+        if len(_ID_BASES) < 256:
+            _ID_BASES[seed] = base
+    return ((base + issued * _ID_STEP) & _ID_MASK).to_bytes(_ID_BITS // 8, "big").hex()
 
 
 @attrs.frozen

@@ -1,10 +1,13 @@
-"""`--server uvicorn` sends each response's head and body in one write (server/joined_writes.py).
+"""`--server uvicorn` runs Uvicorn's protocol made cheaper per response (server/uvicorn_protocol.py):
+each response's head and body in one write, and the head written with its headers checked once per
+response instead of twice per header.
 
 Uvicorn writes a response's status line and headers as soon as the app starts the response and the
 body in a second write. The transport mockllm gives Uvicorn's protocol holds a write until the next
 one or the end of the event loop's turn. These tests run the real Uvicorn protocol on a real socket
 and count what reaches the socket: the transport under the joined one is wrapped to record its
-writes, and passes each on."""
+writes, and passes each on. The lean head is compared byte for byte, and state for state, with the
+head Uvicorn's own code writes for the same response start."""
 
 from __future__ import annotations
 
@@ -15,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from mockllm.server.joined_writes import JoinedWrites
-
 uvicorn = pytest.importorskip("uvicorn", reason="the `fast` extra (uvicorn) is part of the dev install")
+
+from mockllm.server.uvicorn_protocol import LEAN_HEAD, JoinedWrites, LeanHeadCycle  # noqa: E402
 
 
 class Recorded:
@@ -44,7 +47,7 @@ async def _serve_and_ask(requests: list[bytes], half_close: bool = False) -> tup
     from mockllm.dsl.parse.loader import load_text
     from mockllm.runtime.engine.engine import Engine
     from mockllm.server.app import create_app
-    from mockllm.server.joined_writes import joined_writes_protocol
+    from mockllm.server.uvicorn_protocol import uvicorn_protocol
 
     script = (
         'scenario "s":\n    step a:\n        reply:\n            text "joined"\n            stream 3 chunks\n'
@@ -53,7 +56,7 @@ async def _serve_and_ask(requests: list[bytes], half_close: bool = False) -> tup
     library, diagnostics = compile_library(load_text(script, file="joined.mockllm"))
     assert library is not None, diagnostics
     writes: list[bytes] = []
-    base = joined_writes_protocol()
+    base = uvicorn_protocol()
 
     class Recording(base):  # type: ignore[valid-type, misc]
         def connection_made(self, transport: Any) -> None:
@@ -206,3 +209,132 @@ def test_the_openai_sdk_reads_whole_and_streamed_answers_from_mockllm_serve_on_u
             with client.chat.completions.stream(model="gpt-4o", messages=messages) as stream:
                 final = stream.get_final_completion()
             assert final.choices[0].message.content == "one two three"
+
+
+# ------------------------------------------------------------------------------------------------
+# The lean head: the same bytes and the same cycle state as Uvicorn's own code
+
+
+class _Socketless:
+    """A transport that keeps what is written (the cycle under test writes its head here)."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def _start(
+    cycle_class: type[Any], headers: list[tuple[Any, Any]], status: int, method: str, keep_alive: bool
+) -> tuple[Any, ...]:
+    """The head a cycle of ``cycle_class`` writes for one response start, and its state afterwards
+    (or the error it raised)."""
+    import logging
+
+    from uvicorn.protocols.http.flow_control import FlowControl
+
+    transport = _Socketless()
+    cycle = cycle_class(
+        scope={"type": "http", "method": method, "http_version": "1.1"},
+        transport=transport,
+        flow=FlowControl(transport),
+        logger=logging.getLogger("test"),
+        access_logger=logging.getLogger("test.access"),
+        access_log=False,
+        default_headers=[(b"date", b"Fri, 27 Nov 2026 07:00:00 GMT"), (b"server", b"uvicorn")],
+        message_event=asyncio.Event(),
+        expect_100_continue=True,
+        keep_alive=keep_alive,
+        on_response=lambda: None,
+    )
+    try:
+        asyncio.run(cycle.send({"type": "http.response.start", "status": status, "headers": headers}))
+    except RuntimeError as exc:
+        return ("raised", str(exc))
+    state = (cycle.keep_alive, cycle.chunked_encoding, cycle.expected_content_length)
+    return (transport.writes, state, cycle.response_started, cycle.waiting_for_100_continue)
+
+
+_MOCKLLM_HEAD = [
+    (b"content-type", b"application/json"),
+    (b"x-request-id", b"req_4c81602c699825ea64cc6fa41fa19731"),
+    (b"openai-processing-ms", b"0"),
+    (b"x-mockllm-step", b"bench chat/answer"),
+    (b"content-length", b"685"),
+]
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "method", "keep_alive"),
+    [
+        (_MOCKLLM_HEAD, 200, "POST", True),  # a whole answer
+        (_MOCKLLM_HEAD[:4], 200, "POST", True),  # a stream: no length, so chunked
+        (_MOCKLLM_HEAD[:4], 200, "HEAD", True),  # HEAD: no chunked framing
+        ([(b"x-a", b"1")], 204, "POST", True),
+        ([(b"x-a", b"1")], 304, "GET", True),
+        (_MOCKLLM_HEAD, 200, "POST", False),  # HTTP/1.0 or `connection: close` asked: said once
+        ([(b"Content-Type", b"text/plain"), (b"X-Mixed-Case", b"Kept As Given")], 404, "GET", True),
+        ([(b"Transfer-Encoding", b"Chunked"), (b"content-length", b"5")], 200, "POST", True),
+        ([(b"content-length", b"5"), (b"content-length", b"7")], 200, "POST", True),  # the first counts
+        ([(b"transfer-encoding", b"gzip")], 200, "POST", True),
+        ([(b"connection", b"keep-alive, Close"), (b"content-length", b"0")], 503, "POST", True),
+        ([(b"connection", b"close")], 408, "POST", False),
+        ([(b"connection", b"upgrade")], 200, "POST", True),
+        ([(bytearray(b"x-from-bytearray"), b"v")], 200, "POST", True),
+        ([], 500, "POST", True),
+        ([(b"bad name", b"v")], 200, "POST", True),  # refused: not a token
+        ([(b"x-a", b"fine"), (b"x-b", b"split\r\nx-injected: 1")], 200, "POST", True),  # refused: CR LF
+        ([(b"x-a", b"nul\x00")], 200, "POST", True),
+        ([(b"x-a", b"tab\tis allowed")], 200, "POST", True),
+    ],
+)
+def test_the_lean_head_is_uvicorns_head(
+    headers: list[tuple[Any, Any]], status: int, method: str, keep_alive: bool
+) -> None:
+    from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+
+    assert LEAN_HEAD  # the installed Uvicorn's send reads what the lean head sets, so it is used
+    stock = _start(RequestResponseCycle, headers, status, method, keep_alive)
+    lean = _start(LeanHeadCycle, headers, status, method, keep_alive)
+    assert lean == stock
+    assert lean[0] == "raised" or lean[0][0].endswith(b"\r\n\r\n")
+
+
+def test_the_lean_head_remembers_valid_names_only() -> None:
+    from mockllm.server import uvicorn_protocol
+
+    _start(LeanHeadCycle, [(b"X-Remembered", b"1"), (b"bad name", b"2")], 200, "POST", True)
+    assert uvicorn_protocol._NAMES[b"X-Remembered"] == b"x-remembered"
+    assert b"bad name" not in uvicorn_protocol._NAMES
+    again = _start(LeanHeadCycle, [(b"bad name", b"2")], 200, "POST", True)
+    assert again == ("raised", "Invalid HTTP header name.")
+
+
+def test_a_served_answer_has_uvicorns_head_with_its_date_and_server() -> None:
+    message = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    writes, _received = asyncio.run(_serve_and_ask([_post(message)]))
+    head = writes[0].split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+    names = [line.split(b": ", 1)[0] for line in head[1:]]
+    assert head[0] == b"HTTP/1.1 200 OK"
+    assert names[:3] == [b"date", b"server", b"content-type"] and b"content-length" in names
+    assert all(name == name.lower() for name in names)
+
+
+def test_the_lean_head_refuses_exactly_the_header_value_bytes_uvicorn_refuses() -> None:
+    from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+
+    refused = []
+    for byte in range(256):
+        headers = [(b"x-a", b"fine"), (b"x-b", b"before" + bytes([byte]) + b"after")]
+        stock = _start(RequestResponseCycle, headers, 200, "POST", True)
+        assert _start(LeanHeadCycle, headers, 200, "POST", True) == stock, byte
+        if stock[0] == "raised":
+            refused.append(byte)
+    assert refused == [*range(0x09), *range(0x0A, 0x20), 0x7F]  # control characters but tab
