@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 
 from mockllm.errors import MockllmError
 
@@ -22,20 +23,27 @@ class BodyTimeout(MockllmError):
 
 
 class BodyDeadline:
-    __slots__ = ("_expired", "_sweeper", "_waiting", "limit_s")
+    __slots__ = ("_expired", "_seen", "_sweeper", "_waiting", "limit_s")
 
     def __init__(self, limit_s: float = DEFAULT_BODY_TIMEOUT_S) -> None:
         self.limit_s = limit_s
         self._waiting: dict[asyncio.Task[object], float] = {}
         self._expired: set[asyncio.Task[object]] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        self._seen = threading.local()  # per thread: the loop of its last read (`.loop`)
 
     def enter(self) -> asyncio.Task[object] | None:
         """Start the clock for the current task's body read."""
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task(loop)  # (given the loop: one look-up of the running loop, not two)
-        if task is None:
-            return None
+        # The current task of the loop this thread ran last: none when that loop is not running any
+        # more (on Python 3.11 asking for the running loop costs a system call, getpid, each time).
+        seen = self._seen
+        loop: asyncio.AbstractEventLoop | None = getattr(seen, "loop", None)
+        task = asyncio.current_task(loop) if loop is not None else None
+        if loop is None or task is None:
+            loop = seen.loop = asyncio.get_running_loop()
+            task = asyncio.current_task(loop)
+            if task is None:
+                return None
         self._waiting[task] = loop.time()
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = loop.create_task(self._sweep())
