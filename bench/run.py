@@ -1225,6 +1225,15 @@ in-process. What each change removed:
 - **Uvicorn writes a response once.** Uvicorn writes the head when the response starts and the body
   apart; mockllm's Uvicorn protocol holds a write until the next one or the end of the loop's turn,
   so head and body leave in one system call (a test counts the socket writes).
+- **Uvicorn's head checks, once per response.** Uvicorn searches every response header's name and
+  value with a regular expression; mockllm's protocol remembers names found valid and checks all the
+  values in one `bytes.translate` pass (tests compare its heads with Uvicorn's own, byte for byte, and
+  every byte value Uvicorn refuses). Uvicorn runs without its proxy-header middleware (the admin API
+  reads `X-Forwarded-For` and `Forwarded` itself, on every server), and the body deadline no longer
+  asks for the running loop (a `getpid` system call per request on Python 3.11).
+- **Response and request ids without a digest.** A response id is the engine's count times an odd
+  200-bit constant plus a per-process base (one-to-one, so never repeated); a request id is random
+  bytes in hex rather than a formatted 128-bit number; each conversation opening is hashed once.
 
 Targets are those of docs/performance.md. Timed unit tests never assert these numbers; this suite does
 not fail on a missed target, it reports it.

@@ -64,11 +64,11 @@ def _is_loopback(host: str | None) -> bool:
 
 
 def _relayed_for(request: Request) -> str | None:
-    """The first client that a proxy on this machine says it relays for (``X-Forwarded-For``, or
-    ``for=`` of ``Forwarded``) and that is not this machine, else None. (Every server option reads
+    """The first client that a proxy on this machine says it relays for (``X-Forwarded-For``,
+    ``X-Real-IP``, or ``for=`` of ``Forwarded``) and that is not this machine, else None. (Every server option reads
     these the same way: only a loopback peer is asked, and only to refuse.)"""
     named: list[str] = []
-    for value in request.headers.getlist("x-forwarded-for"):
+    for value in request.headers.getlist("x-forwarded-for") + request.headers.getlist("x-real-ip"):
         named += value.split(",")
     for value in request.headers.getlist("forwarded"):
         for element in value.split(","):

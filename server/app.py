@@ -125,6 +125,7 @@ def to_response(rendered: Rendered, extra: list[tuple[str, str]] | None = None) 
 
 _HEADER_NAMES: dict[bytes, str] = {}  # request header names seen, as bytes -> as read (lower-case)
 _HEADER_NAMES_LIMIT = 1024
+_HEADER_NAME_BYTES = 64  # longer names (a client may send any size) are read each time, not kept
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -134,7 +135,7 @@ def _headers(scope: Scope) -> dict[str, str]:
         name = names.get(raw_name) if type(raw_name) is bytes else None
         if name is None:
             name = raw_name.decode("latin-1").lower()
-            if len(names) < _HEADER_NAMES_LIMIT and type(raw_name) is bytes:
+            if len(names) < _HEADER_NAMES_LIMIT and type(raw_name) is bytes and len(raw_name) <= _HEADER_NAME_BYTES:
                 names[raw_name] = name
         if name in out:  # a repeated header: its values joined, as one
             out[name] = f"{out[name]}, {raw_value.decode('latin-1')}"

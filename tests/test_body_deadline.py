@@ -1,24 +1,37 @@
 """The request-body deadline (server/body_deadline.py) follows the event loop it runs on: an app served
 by one loop after another (a test session's servers), or by loops in two threads at once, has each
-body read registered under its own task and swept by a sweeper on its own loop. (The end-to-end
-408 for an abandoned upload is in tests/test_reliability_clients.py.)"""
+body read registered under its own task, on its own loop, and cut by that loop's own sweeper. (The
+end-to-end 408 for an abandoned upload is in tests/test_reliability_clients.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 
-from mockllm.server.body_deadline import BodyDeadline, BodyTimeout
+from mockllm.server.body_deadline import BodyDeadline
 
 
-async def _read(deadline: BodyDeadline, hold_s: float = 0.0) -> tuple[bool, bool]:
-    """One body read: whether the current task was registered, and whether it was let go after."""
+async def _read(deadline: BodyDeadline) -> tuple[bool, bool]:
+    """One body read: whether the current task was registered on this loop, and let go after."""
     task = deadline.enter()
-    registered = task is asyncio.current_task() and task in deadline._waiting
-    if hold_s:
-        await asyncio.sleep(hold_s)
+    reads = deadline._seen.reads
+    registered = task is asyncio.current_task() and task in reads.waiting and reads.loop is asyncio.get_running_loop()
     deadline.leave(task)
-    return registered, task not in deadline._waiting
+    return registered, task not in reads.waiting
+
+
+async def _stuck(deadline: BodyDeadline) -> str:
+    """A body read whose body never comes: "timeout" when the deadline cut it, from this loop."""
+    task = deadline.enter()
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        if deadline.expired(task):
+            return "timeout"
+        raise
+    finally:
+        deadline.leave(task)
+    return "never cut"
 
 
 def test_reads_on_one_loop_after_another_are_each_registered_under_their_own_task() -> None:
@@ -27,44 +40,32 @@ def test_reads_on_one_loop_after_another_are_each_registered_under_their_own_tas
         assert asyncio.run(_read(deadline)) == (True, True)
 
 
-def test_reads_on_loops_in_two_threads_at_once_stay_apart() -> None:
-    deadline = BodyDeadline(limit_s=30.0)
-    results: list[tuple[bool, bool]] = []
-    started = threading.Barrier(2)
+def test_a_read_past_the_deadline_on_a_later_loop_is_cut_by_that_loops_sweeper() -> None:
+    deadline = BodyDeadline(limit_s=0.05)
+    asyncio.run(_read(deadline))  # a first loop, gone
+    assert asyncio.run(asyncio.wait_for(_stuck(deadline), 10)) == "timeout"
+
+
+def test_stuck_reads_on_loops_in_two_threads_are_each_cut_by_their_own_loop() -> None:
+    """Two servers' loops in two threads share the app: each loop's sweeper cuts its own stuck read
+    (one sweeper for both would cancel a task of the other thread's loop, from the wrong thread)."""
+    deadline = BodyDeadline(limit_s=0.2)
+    outcomes: list[str] = []
+    both_reading = threading.Barrier(2)
 
     def serve() -> None:
-        async def run() -> tuple[bool, bool]:
-            started.wait()  # both loops are running before either reads
-            return await _read(deadline, hold_s=0.05)
+        async def run() -> str:
+            both_reading.wait()
+            return await asyncio.wait_for(_stuck(deadline), 10)
 
-        results.append(asyncio.run(run()))
+        try:
+            outcomes.append(asyncio.run(run()))
+        except BaseException as exc:  # reported by the assertion below
+            outcomes.append(f"{type(exc).__name__}")
 
     threads = [threading.Thread(target=serve) for _ in range(2)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
-    assert results == [(True, True), (True, True)]
-
-
-def test_a_read_past_the_deadline_on_a_second_loop_is_cut_by_that_loops_sweeper() -> None:
-    deadline = BodyDeadline(limit_s=0.05)
-    asyncio.run(_read(deadline))  # a first loop, gone
-
-    async def stuck() -> bool:
-        task = deadline.enter()
-        try:
-            await asyncio.sleep(5)  # a body that never comes
-        except asyncio.CancelledError:
-            if deadline.expired(task):
-                raise BodyTimeout from None
-            raise
-        finally:
-            deadline.leave(task)
-        return False
-
-    try:
-        asyncio.run(asyncio.wait_for(stuck(), 3))
-    except BodyTimeout:
-        return
-    raise AssertionError("the stuck read was not cut by the deadline")
+        t.join(20)
+    assert outcomes == ["timeout", "timeout"]

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 uvicorn = pytest.importorskip("uvicorn", reason="the `fast` extra (uvicorn) is part of the dev install")
+pytest.importorskip("httptools", reason="the `fast` extra (httptools) is part of the dev install")
 
 from mockllm.server.uvicorn_protocol import LEAN_HEAD, JoinedWrites, LeanHeadCycle  # noqa: E402
 
@@ -36,6 +37,9 @@ class Recorded:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
+
+
+CYCLES: list[type[Any]] = []  # the class of each request's cycle as it started, in _serve_and_ask
 
 
 async def _serve_and_ask(requests: list[bytes], half_close: bool = False) -> tuple[list[bytes], bytes]:
@@ -61,6 +65,10 @@ async def _serve_and_ask(requests: list[bytes], half_close: bool = False) -> tup
     class Recording(base):  # type: ignore[valid-type, misc]
         def connection_made(self, transport: Any) -> None:
             super().connection_made(Recorded(transport, writes))
+
+        def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+            super()._start_asgi_task(cycle, app)
+            CYCLES.append(type(cycle))
 
     config = uvicorn.Config(create_app(Engine(library)), http=Recording, lifespan="off", log_level="warning")
     config.load()
@@ -231,29 +239,48 @@ class _Socketless:
         pass
 
 
+_DEFAULT_HEADERS = [(b"date", b"Fri, 27 Nov 2026 07:00:00 GMT"), (b"server", b"uvicorn")]
+
+
 def _start(
-    cycle_class: type[Any], headers: list[tuple[Any, Any]], status: int, method: str, keep_alive: bool
+    cycle_class: type[Any],
+    headers: list[tuple[Any, Any]],
+    status: int,
+    method: str,
+    keep_alive: bool,
+    *,
+    defaults: list[tuple[bytes, bytes]] = _DEFAULT_HEADERS,
+    access_log: bool = False,
+    disconnected: bool = False,
 ) -> tuple[Any, ...]:
     """The head a cycle of ``cycle_class`` writes for one response start, and its state afterwards
-    (or the error it raised)."""
+    (or the error it raised). ``defaults``: Uvicorn's own headers (date, server, configured ones)."""
     import logging
 
     from uvicorn.protocols.http.flow_control import FlowControl
 
     transport = _Socketless()
     cycle = cycle_class(
-        scope={"type": "http", "method": method, "http_version": "1.1"},
+        scope={
+            "type": "http",
+            "method": method,
+            "http_version": "1.1",
+            "path": "/v1/chat/completions",
+            "query_string": b"",
+            "client": ("127.0.0.1", 50000),
+        },
         transport=transport,
         flow=FlowControl(transport),
         logger=logging.getLogger("test"),
         access_logger=logging.getLogger("test.access"),
-        access_log=False,
-        default_headers=[(b"date", b"Fri, 27 Nov 2026 07:00:00 GMT"), (b"server", b"uvicorn")],
+        access_log=access_log,
+        default_headers=list(defaults),
         message_event=asyncio.Event(),
         expect_100_continue=True,
         keep_alive=keep_alive,
         on_response=lambda: None,
     )
+    cycle.disconnected = disconnected
     try:
         asyncio.run(cycle.send({"type": "http.response.start", "status": status, "headers": headers}))
     except RuntimeError as exc:
@@ -300,7 +327,6 @@ def test_the_lean_head_is_uvicorns_head(
 ) -> None:
     from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-    assert LEAN_HEAD  # the installed Uvicorn's send reads what the lean head sets, so it is used
     stock = _start(RequestResponseCycle, headers, status, method, keep_alive)
     lean = _start(LeanHeadCycle, headers, status, method, keep_alive)
     assert lean == stock
@@ -315,6 +341,46 @@ def test_the_lean_head_remembers_valid_names_only() -> None:
     assert b"bad name" not in uvicorn_protocol._NAMES
     again = _start(LeanHeadCycle, [(b"bad name", b"2")], 200, "POST", True)
     assert again == ("raised", "Invalid HTTP header name.")
+
+
+@pytest.mark.parametrize(
+    ("defaults", "headers"),
+    [
+        ([*_DEFAULT_HEADERS, (b"X-Configured", b"yes")], [(b"content-length", b"0")]),
+        ([(b"connection", b"close")], [(b"content-length", b"0")]),  # `--header connection:close`
+        ([(b"content-length", b"3")], []),
+        ([(b"bad name", b"v")], []),
+    ],
+)
+def test_the_lean_head_reads_uvicorns_own_headers_as_uvicorn_does(
+    defaults: list[tuple[bytes, bytes]], headers: list[tuple[bytes, bytes]]
+) -> None:
+    from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+
+    stock = _start(RequestResponseCycle, headers, 200, "POST", True, defaults=defaults)
+    assert _start(LeanHeadCycle, headers, 200, "POST", True, defaults=defaults) == stock
+
+
+@pytest.mark.parametrize("case", ["access log", "disconnected"])
+def test_what_the_lean_head_leaves_to_uvicorn_is_uvicorns(case: str) -> None:
+    from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+
+    flags = {"access_log": case == "access log", "disconnected": case == "disconnected"}
+    headers = _MOCKLLM_HEAD
+    stock = _start(RequestResponseCycle, headers, 200, "POST", True, **flags)
+    assert _start(LeanHeadCycle, headers, 200, "POST", True, **flags) == stock
+    assert stock[0] == ([] if case == "disconnected" else stock[0])
+
+
+def test_the_lean_head_serves_only_on_the_uvicorn_it_was_checked_against() -> None:
+    from mockllm.server import uvicorn_protocol
+
+    assert LEAN_HEAD == (uvicorn.__version__ == "0.54.0")  # (another Uvicorn: its own heads, below)
+    assert uvicorn_protocol._digest(uvicorn_protocol.RequestResponseCycle.send) is not None
+    CYCLES.clear()
+    message = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    asyncio.run(_serve_and_ask([_post(message), _post(message)]))
+    assert CYCLES and set(CYCLES) == ({LeanHeadCycle} if LEAN_HEAD else {uvicorn_protocol.RequestResponseCycle})
 
 
 def test_a_served_answer_has_uvicorns_head_with_its_date_and_server() -> None:
@@ -338,3 +404,77 @@ def test_the_lean_head_refuses_exactly_the_header_value_bytes_uvicorn_refuses() 
         if stock[0] == "raised":
             refused.append(byte)
     assert refused == [*range(0x09), *range(0x0A, 0x20), 0x7F]  # control characters but tab
+
+
+# ------------------------------------------------------------------------------------------------
+# One keep-alive timer per connection: busy connections stay, idle ones close, as on Uvicorn
+
+
+async def _keep_alive_session(timeout_s: float, requests: int, gap_s: float) -> tuple[int, int, bool]:
+    """Serve mockllm on Uvicorn (this module's protocol) with keep-alive ``timeout_s``; on one
+    connection send ``requests`` requests ``gap_s`` apart, then wait for the server to close it.
+    Returns the answers read, the timers the server's loop armed meanwhile, and whether it closed."""
+    from mockllm.dsl.machines.compiler import compile_library
+    from mockllm.dsl.parse.loader import load_text
+    from mockllm.runtime.engine.engine import Engine
+    from mockllm.server.app import create_app
+    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+
+    script = 'scenario "s":\n    step a:\n        reply:\n            text "kept"\n        always\n'
+    library, diagnostics = compile_library(load_text(script, file="kept.mockllm"))
+    assert library is not None, diagnostics
+    config = uvicorn.Config(
+        create_app(Engine(library)), http=uvicorn_protocol(), lifespan="off", log_level="warning",
+        timeout_keep_alive=timeout_s,
+    )  # fmt: skip
+    config.load()
+    server = uvicorn.Server(config)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    loop = asyncio.get_running_loop()
+    armed = 0
+    call_later = loop.call_later
+
+    def counting_call_later(delay: float, callback: Any, *args: Any) -> asyncio.TimerHandle:
+        nonlocal armed
+        if getattr(callback, "__name__", "") in ("_idle_check", "timeout_keep_alive_handler"):
+            armed += 1
+        return call_later(delay, callback, *args)
+
+    loop.call_later = counting_call_later  # type: ignore[method-assign]  # counted, then Uvicorn's own
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    answers = 0
+    closed = False
+    try:
+        reader, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+        message = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        for _ in range(requests):
+            writer.write(_post(message))
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            length = int(head.lower().split(b"content-length: ", 1)[1].split(b"\r\n", 1)[0])
+            body = await asyncio.wait_for(reader.readexactly(length), 10)
+            answers += b'"kept"' in body
+            await asyncio.sleep(gap_s)
+        closed = await asyncio.wait_for(reader.read(1), timeout_s * 10 + 5) == b""
+        writer.close()
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, 10)
+    return answers, armed, closed
+
+
+def test_a_busy_keep_alive_connection_stays_open_and_an_idle_one_is_closed() -> None:
+    from mockllm.server.uvicorn_protocol import ONE_IDLE_TIMER
+
+    assert ONE_IDLE_TIMER == (uvicorn.__version__ == "0.54.0")
+    # 12 requests 0.25 s apart: 3 s of use on one connection with a 1 s keep-alive timeout
+    answers, armed, closed = asyncio.run(_keep_alive_session(1.0, 12, 0.25))
+    assert answers == 12  # every answer on the one connection: never closed while in use
+    assert closed  # then idle past the timeout: closed by the server
+    if ONE_IDLE_TIMER:
+        assert armed <= 6, armed  # once, re-armed only when it fired early (Uvicorn's own: once per response)
+    else:
+        assert armed == 12

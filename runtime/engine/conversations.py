@@ -52,8 +52,8 @@ def fingerprint(chat: ChatRequest) -> str:
 
 
 _FINGERPRINTS: dict[str, str] = {}  # recent openings -> their fingerprints
-_FINGERPRINTS_LIMIT = 4096
-_FINGERPRINT_CHARS = 4096
+_FINGERPRINTS_LIMIT = 2048
+_FINGERPRINT_CHARS = 512  # at most about 4 MB kept, whatever the openings
 
 
 KEY_CHARS = 64  # a conversation header longer than this is kept as its start and a digest
