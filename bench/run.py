@@ -1228,9 +1228,11 @@ in-process. What each change removed:
 - **Uvicorn's head checks, once per response.** Uvicorn searches every response header's name and
   value with a regular expression; mockllm's protocol remembers names found valid and checks all the
   values in one `bytes.translate` pass (tests compare its heads with Uvicorn's own, byte for byte, and
-  every byte value Uvicorn refuses). Uvicorn runs without its proxy-header middleware (the admin API
-  reads `X-Forwarded-For` and `Forwarded` itself, on every server), and the body deadline no longer
-  asks for the running loop (a `getpid` system call per request on Python 3.11).
+  every byte value Uvicorn refuses). The keep-alive timer is armed once per connection instead of once
+  per response. Both replace Uvicorn methods and are used only on the Uvicorn whose methods they were
+  checked against (digests of their source). Uvicorn runs without its proxy-header middleware (the
+  admin API reads `X-Forwarded-For`, `X-Real-IP` and `Forwarded` itself, on every server), and the
+  body deadline no longer asks for the running loop (a `getpid` system call per request on 3.11).
 - **Response and request ids without a digest.** A response id is the engine's count times an odd
   200-bit constant plus a per-process base (one-to-one, so never repeated); a request id is random
   bytes in hex rather than a formatted 128-bit number; each conversation opening is hashed once.
