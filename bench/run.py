@@ -1233,9 +1233,10 @@ in-process. What each change removed:
   checked against (digests of their source). Uvicorn runs without its proxy-header middleware (the
   admin API reads `X-Forwarded-For`, `X-Real-IP` and `Forwarded` itself, on every server), and the
   body deadline no longer asks for the running loop (a `getpid` system call per request on 3.11).
-- **Response and request ids without a digest.** A response id is the engine's count times an odd
-  200-bit constant plus a per-process base (one-to-one, so never repeated); a request id is random
-  bytes in hex rather than a formatted 128-bit number; each conversation opening is hashed once.
+- **Response and request ids without a digest.** A lone server's response id is its count times an
+  odd 200-bit constant (one-to-one, so never repeated); servers sharing Redis keep a digest keyed by
+  their random seed, so no client can work out another's id. A request id is random bytes in hex
+  rather than a formatted 128-bit number; each conversation opening is hashed once.
 
 Targets are those of docs/performance.md. Timed unit tests never assert these numbers; this suite does
 not fail on a missed target, it reports it.

@@ -606,6 +606,9 @@ def test_response_ids_are_fifty_hex_digits_never_repeated_within_or_across_seeds
     assert all(len(rid) == 50 and set(rid) <= set("0123456789abcdef") for rid in seen)
     assert response_id("", 7) == response_id("", 7)  # the same engine turn, the same id
     assert response_id("", 7)[:10] != response_id("", 8)[:10]  # neighbours do not share a visible prefix
+    # processes sharing a store (a random seed each): one id tells nothing of the next
+    steps = {(int(response_id("a1b2", n + 1), 16) - int(response_id("a1b2", n), 16)) % 2**200 for n in range(50)}
+    assert len(steps) == 50
 
 
 def test_a_fingerprint_is_the_same_computed_or_remembered_and_the_memory_stays_bounded() -> None:

@@ -356,8 +356,14 @@ _ID_BASES: dict[str, int] = {}
 
 
 def response_id(seed: str, issued: int) -> str:
-    """The ``issued``-th response id of an engine (50 hex digits, different for every ``issued``);
-    ``seed`` sets processes sharing one state store apart (each seed starts from its own digest)."""
+    """The ``issued``-th response id of an engine (50 hex digits, different for every ``issued``).
+
+    ``seed`` (random, secret) sets processes sharing one state store apart: their ids are a digest
+    keyed by it, so no client can work out another's ``previous_response_id`` from its own. A lone
+    engine (no seed) only needs distinct ids: its count, spread over the range by an odd constant."""
+    if seed:
+        key = seed.encode()[:64]
+        return hashlib.blake2b(str(issued).encode(), key=key, digest_size=_ID_BITS // 8).hexdigest()
     base = _ID_BASES.get(seed)
     if base is None:
         base = int.from_bytes(hashlib.sha256(f"mockllm-response-{seed}".encode()).digest()[:25], "big")
