@@ -65,8 +65,8 @@ def _is_loopback(host: str | None) -> bool:
 
 def _relayed_for(request: Request) -> str | None:
     """The first client that a proxy on this machine says it relays for (``X-Forwarded-For``,
-    ``X-Real-IP``, or ``for=`` of ``Forwarded``) and that is not this machine, else None. (Every server option reads
-    these the same way: only a loopback peer is asked, and only to refuse.)"""
+    ``X-Real-IP``, or ``for=`` of ``Forwarded``) and that is not this machine, else None. (Every
+    server option reads these the same way: only a loopback peer is asked, and only to refuse.)"""
     named: list[str] = []
     for value in request.headers.getlist("x-forwarded-for") + request.headers.getlist("x-real-ip"):
         named += value.split(",")

@@ -352,7 +352,7 @@ _ID_BITS = 200  # 50 hex digits
 _ID_MASK = (1 << _ID_BITS) - 1
 #: odd, so ``issued -> issued * _ID_STEP`` is one-to-one modulo 2**200: no two turns share an id
 _ID_STEP = int.from_bytes(hashlib.sha256(b"mockllm-response-step").digest()[:25], "big") | 1
-_ID_BASES: dict[str, int] = {}
+_ID_BASE = int.from_bytes(hashlib.sha256(b"mockllm-response-").digest()[:25], "big")
 
 
 def response_id(seed: str, issued: int) -> str:
@@ -364,12 +364,7 @@ def response_id(seed: str, issued: int) -> str:
     if seed:
         key = seed.encode()[:64]
         return hashlib.blake2b(str(issued).encode(), key=key, digest_size=_ID_BITS // 8).hexdigest()
-    base = _ID_BASES.get(seed)
-    if base is None:
-        base = int.from_bytes(hashlib.sha256(f"mockllm-response-{seed}".encode()).digest()[:25], "big")
-        if len(_ID_BASES) < 256:
-            _ID_BASES[seed] = base
-    return ((base + issued * _ID_STEP) & _ID_MASK).to_bytes(_ID_BITS // 8, "big").hex()
+    return ((_ID_BASE + issued * _ID_STEP) & _ID_MASK).to_bytes(_ID_BITS // 8, "big").hex()
 
 
 @attrs.frozen
