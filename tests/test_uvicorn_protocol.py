@@ -16,6 +16,7 @@ import json
 import socket
 from typing import Any
 
+import httpx
 import pytest
 
 uvicorn = pytest.importorskip("uvicorn", reason="the `fast` extra (uvicorn) is part of the dev install")
@@ -217,6 +218,12 @@ def test_the_openai_sdk_reads_whole_and_streamed_answers_from_mockllm_serve_on_u
             with client.chat.completions.stream(model="gpt-4o", messages=messages) as stream:
                 final = stream.get_final_completion()
             assert final.choices[0].message.content == "one two three"
+        # Uvicorn runs without its proxy-header middleware: the admin API itself refuses a relayed request
+        admin = httpx.get(url + "/_mockllm/health")
+        relayed = httpx.get(url + "/_mockllm/health", headers={"x-forwarded-for": "203.0.113.5"})
+    assert admin.status_code == 200
+    assert relayed.status_code == 403
+    assert "203.0.113.5, relayed by a proxy on this machine" in relayed.json()["error"]
 
 
 # ------------------------------------------------------------------------------------------------
