@@ -138,8 +138,9 @@ def _refusal(request: Request, options: ServerOptions) -> Response | None:
             return json_response({"error": "mockllm: wrong admin token"}, 403)
         return None
     host = request.client.host if request.client is not None else None
-    relayed = _relayed_for(request) if _is_loopback(host) else None
-    if not _is_loopback(host) or relayed is not None:
+    local = _is_loopback(host)
+    relayed = _relayed_for(request) if local else None
+    if not local or relayed is not None:
         who = host if relayed is None else f"{relayed}, relayed by a proxy on this machine"
         message = (
             f"mockllm: the admin API answers only loopback clients (this one is {who}); "

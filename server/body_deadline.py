@@ -10,7 +10,6 @@ read -- cancels the reads that have waited past the limit. The reader turns that
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 
 from mockllm.errors import MockllmError
@@ -88,5 +87,4 @@ class BodyDeadline:
                     del reads.waiting[task]
                     reads.expired.add(task)
                     task.cancel()
-        with contextlib.suppress(Exception):
-            reads.sweeper = None
+        reads.sweeper = None
