@@ -764,3 +764,27 @@ def test_indexed_selection_equals_full_scan(seed: int) -> None:
         out = engine.handle(request)
         got = f"{out.scenario}/{out.step}" if out.step is not None else None
         assert got == _reference_select(lib, states, request)
+
+
+def test_an_outcome_with_its_entry_id_keeps_every_other_field() -> None:
+    """The shared state store sets the entry id after Redis commits: nothing else may change, whatever
+    fields an outcome gains."""
+    from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
+
+    values = {
+        "conversation": "c1",
+        "entry_id": 3,
+        "plan": ErrorPlan("m", 400, "bad"),
+        "scenario": "s",
+        "step": "t",
+        "step_span": Span("a.mockllm", 2, 3, 2, 9),
+        "fallback": True,
+        "no_match": NoMatchReport("mockllm: no step matched", ()),
+        "expectation_failed": "expected",
+        "response_id": "r1",
+    }
+    assert set(values) == {f.name for f in attrs.fields(Outcome)}, "a new field: give it a value here"
+    outcome = Outcome(**values)
+    moved = outcome.with_entry_id(7)
+    assert attrs.asdict(moved, recurse=False) == {**values, "entry_id": 7}
+    assert moved.step_span == values["step_span"]  # compared apart: not part of equality

@@ -93,3 +93,19 @@ class Outcome:
     no_match: NoMatchReport | None = None
     expectation_failed: str | None = None  # set (and plan is a 400 error plan) when an `expect:` failed
     response_id: str = ""  # unique per engine, deterministic; adapters add their prefix ("chatcmpl-", "resp_" …)
+
+    def with_entry_id(self, entry_id: int) -> Outcome:
+        """This outcome for journal entry ``entry_id`` (what ``attrs.evolve`` does, at half its cost: the
+        shared state store learns the entry id only when Redis has committed the turn)."""
+        return Outcome(
+            self.conversation,
+            entry_id,
+            self.plan,
+            self.scenario,
+            self.step,
+            self.step_span,
+            self.fallback,
+            self.no_match,
+            self.expectation_failed,
+            self.response_id,
+        )

@@ -1,0 +1,144 @@
+"""The Redis store's commit connections (its lane), on a real Redis: replies of any size, error replies
+raised as redis-py raises them on a connection that stays in use, a connection Redis closed while idle
+replaced without an error, and a Redis that answers more than it was asked failing that exchange
+instead of handing a later command the wrong answer. Each runs through hiredis (the `redis` extra) and
+through redis-py's own reading (hiredis not installed)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import socketserver
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import pytest
+import redis
+
+from mockllm.runtime.engine.engine import Engine
+from mockllm.server.redis_store import RedisStore
+
+_T = TypeVar("_T")
+READINGS = ["hiredis", "redis-py"]
+
+
+def on_lane(url: str, reading: str, body: Callable[[Any], Awaitable[_T]]) -> _T:
+    """``body(lane)`` on a store's lane to ``url``, read as ``reading`` says; the store closed after."""
+
+    async def run() -> _T:
+        store = RedisStore(Engine(None), url, timeout=10.0)
+        lane = store._lane
+        if reading == "redis-py":
+            lane._pack = None  # as when hiredis is not installed
+        try:
+            return await body(lane)
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+def wires(lane: Any) -> list[object]:
+    """How each idle connection is read: a wire (hiredis) or None (redis-py)."""
+    return [wire for _, wire in lane._idle]
+
+
+@pytest.mark.parametrize("reading", READINGS)
+def test_replies_of_any_size_and_error_replies_keep_one_connection(redis_url: str, reading: str) -> None:
+    big = "é" * 400_000  # 800,000 bytes: the reply arrives in many pieces
+
+    async def body(lane: Any) -> tuple[object, object, list[object]]:
+        assert await lane.run("SET", "mockllm-test:big", big) == "OK"
+        got = await lane.run("GET", "mockllm-test:big")
+        with pytest.raises(redis.exceptions.NoScriptError):
+            await lane.run("EVALSHA", "0" * 40, 0)
+        with pytest.raises(redis.exceptions.ResponseError, match="wrong kind of value"):
+            await lane.run("LPUSH", "mockllm-test:big", "x")
+        return got, await lane.run("PING"), wires(lane)
+
+    got, pong, idle = on_lane(redis_url, reading, body)
+    assert got == big
+    assert pong in ("PONG", True)
+    assert len(idle) == 1  # the same connection all along
+    assert (idle[0] is not None) == (reading == "hiredis")
+
+
+@pytest.mark.parametrize("reading", READINGS)
+def test_a_connection_redis_closed_while_idle_is_replaced_without_an_error(redis_url: str, reading: str) -> None:
+    async def body(lane: Any) -> tuple[int, object, int]:
+        await lane.run("CLIENT", "SETNAME", "mockllm-lane")
+        own = await lane.run("CLIENT", "ID")
+        client = redis.Redis.from_url(redis_url)
+        try:
+            client.client_kill_filter(_id=own)
+        finally:
+            client.close()
+        await asyncio.sleep(0.05)
+        return own, await lane.run("ECHO", "still here"), await lane.run("CLIENT", "ID")
+
+    if reading == "redis-py":  # redis-py finds out only when it writes: that exchange fails
+        with pytest.raises(redis.exceptions.ConnectionError):
+            on_lane(redis_url, reading, body)
+        return
+    before, echoed, after = on_lane(redis_url, reading, body)
+    assert echoed == "still here"
+    assert after != before  # a new connection
+
+
+@contextmanager
+def redis_answering_twice(upstream: str, command: bytes) -> Iterator[str]:
+    """The Redis at ``upstream`` behind a proxy that sends Redis's answer to ``command`` twice."""
+    import hiredis
+
+    host, port = urlsplit(upstream).hostname, urlsplit(upstream).port
+
+    class Connection(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            commands = hiredis.Reader()
+            with socket.create_connection((host, port)) as redis_socket:
+                while data := self.request.recv(65536):
+                    commands.feed(data)
+                    while (sent := commands.gets()) is not False:
+                        redis_socket.sendall(hiredis.pack_command(tuple(sent)))
+                        answer = one_reply(redis_socket)
+                        self.request.sendall(answer * 2 if sent[0].upper() == command else answer)
+
+    def one_reply(redis_socket: socket.socket) -> bytes:
+        reply, raw = hiredis.Reader(), b""
+        while True:
+            chunk = redis_socket.recv(65536)
+            raw += chunk
+            reply.feed(chunk)
+            if reply.gets() is not False:
+                return raw
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Connection)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"redis://127.0.0.1:{server.server_address[1]}/0"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_redis_that_answers_more_than_it_was_asked_never_answers_the_next_command_with_it(redis_url: str) -> None:
+    """Both answers in one read: that exchange fails. The second one later: the connection is dropped
+    before the next command. Either way the next commands get their own answers."""
+
+    async def body(lane: Any) -> tuple[object, object, object]:
+        try:
+            first: object = await lane.run("ECHO", "once")
+        except redis.exceptions.ConnectionError as exc:
+            first = str(exc)
+        await asyncio.sleep(0.05)
+        return first, await lane.run("PING"), await lane.run("GET", "mockllm-test:absent")
+
+    with redis_answering_twice(redis_url, b"ECHO") as url:
+        first, pong, absent = on_lane(url, "hiredis", body)
+    assert first in ("once", "Redis answered more than was asked")
+    assert pong in ("PONG", True)
+    assert absent is None
