@@ -732,7 +732,7 @@ class RedisStore(StateStore):
 
     def _entry_json(self, entry: JournalEntry) -> str:
         entry.keep_body(self._entry_body_bytes)
-        return _encode(entry.to_json())
+        return entry.to_json_text()
 
     def _remember(self, key: str, seen: _Seen) -> None:
         cache = self._cache

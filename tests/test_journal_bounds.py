@@ -223,3 +223,44 @@ def test_an_entry_is_settled_once_with_what_the_client_received() -> None:
     assert (settled.status, settled.client_gone, settled.note) == (0, True, "hang: the client gave up")
     again = JournalEntry.from_json(settled.to_json())
     assert (again.status, again.client_gone, again.note) == (0, True, "hang: the client gave up")
+
+
+def _entries() -> list[JournalEntry]:
+    from mockllm.dsl.span import Span
+    from mockllm.runtime.engine.outcome import Candidate, FailedCondition, NoMatchReport
+
+    odd = 'quote " backslash \\ newline \n tab \t nul \x00 line-sep \u2028 é 日本 🙂'
+    report = NoMatchReport(
+        "mockllm: no step matched",
+        (Candidate("s", "ask", Span("a.mockllm", 3, 5, 3, 9), (FailedCondition('model is "x"', odd),), "why"),),
+        "opening",
+    )
+    plain = JournalEntry(1, 1795780099.930191, "c1", "openai", "/v1/chat/completions", "gpt", False, 200)
+    matched = attrs.evolve(plain, scenario=odd, step="ask", location="a.mockllm:3:5", response_id="r" + odd)
+    unmatched = attrs.evolve(plain, id=2, planned=404, no_match=report, body={"messages": [odd, 1.5, None, True]})
+    truncated = attrs.evolve(plain, id=3, body={"text": "x" * 50})
+    truncated.keep_body(20)
+    kept = attrs.evolve(plain, id=4, body=["é", {"n": -0.0, "big": 10**30}])
+    kept.keep_body(1000)
+    settled = attrs.evolve(matched, delivery=Delivery(0, client_gone=True, note=odd), stream=True)
+    return [
+        plain,
+        matched,
+        unmatched,
+        truncated,
+        kept,
+        settled,
+        attrs.evolve(plain, fallback=True, remark="why " + odd, expectation_failed=odd, time=0.0),
+        attrs.evolve(plain, echo=True, rejected="bad json " + odd, body_bytes=12, time=1e-07),
+        attrs.evolve(plain, time=float("nan")),
+    ]
+
+
+@pytest.mark.parametrize("index", range(len(_entries())))
+def test_an_entry_as_json_text_is_what_json_makes_of_it(index: int) -> None:
+    """The shared state store writes entries with to_json_text: the same text, byte for byte."""
+    import json
+
+    entry = _entries()[index]
+    made = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode(entry.to_json())
+    assert entry.to_json_text() == made
