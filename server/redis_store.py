@@ -454,6 +454,8 @@ def _where(url: str) -> str:
     return f"{parts.scheme}://{where}{parts.path if host else ''}"
 
 
+# the commit's keys between the conversation's and its responses' (see _commit_script)
+_SHARED_KEYS = tuple(PREFIX + name for name in ("convs", "journal", "next", "used", "version", "lib"))
 _Seen = tuple[int, "dict[str, MachineState] | None", dict[str, Any]]
 _NEW: _Seen = (0, None, {})
 
@@ -692,16 +694,7 @@ class RedisStore(StateStore):
         return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args)
 
     def _commit_keys(self, key: str, turns: list[Turn]) -> list[str]:
-        keys = [
-            PREFIX + "c:" + key,
-            PREFIX + "convs",
-            PREFIX + "journal",
-            PREFIX + "next",
-            PREFIX + "used",
-            PREFIX + "version",
-            PREFIX + "lib",
-            PREFIX + "cr:" + key,
-        ]
+        keys = [PREFIX + "c:" + key, *_SHARED_KEYS, PREFIX + "cr:" + key]
         keys += [PREFIX + "r:" + (t.remember[0] if t.remember is not None else "") for t in turns]
         return keys
 

@@ -788,3 +788,37 @@ def test_an_outcome_with_its_entry_id_keeps_every_other_field() -> None:
     moved = outcome.with_entry_id(7)
     assert attrs.asdict(moved, recurse=False) == {**values, "entry_id": 7}
     assert moved.step_span == values["step_span"]  # compared apart: not part of equality
+
+
+def test_states_export_and_import_by_scenario_name_keeping_only_the_definitions_loaded() -> None:
+    """What the shared state store writes per request: the states of the scenarios a conversation
+    touched, each with its definition's digest; read back, a state written for another definition
+    (or a scenario not loaded here) is left out; a used step is named by its scenario's digest."""
+    from conftest import compile_text
+
+    from mockllm.runtime.engine.conversations import MachineState
+
+    text = "mockllm 1\n"
+    for name in ("one", "two", "three"):
+        text += f'\nscenario "{name}":\n    step a:\n        reply:\n            text "{name}"\n'
+    engine = Engine(compile_text(text))
+    loaded = engine._loaded
+    assert loaded is not None
+    one, three = loaded.generations[0], loaded.generations[2]
+    states = {
+        "three": MachineState(three, 0, ((0, 2),), (("city", "Paris"),)),
+        "one": MachineState(one, 0, ((0, 1),)),
+        "gone": MachineState(one),  # no such scenario here
+        "two": MachineState(10_000),  # built for another definition
+    }
+    exported = engine.export_states(states)
+    digests = loaded.digests()
+    assert exported == {
+        "three": [digests[2], 0, ((0, 2),), (("city", "Paris"),)],
+        "one": [digests[0], 0, ((0, 1),), ()],
+    }
+    assert engine.import_states(exported) == {"three": states["three"], "one": states["one"]}
+    assert engine.import_states({"one": ["0" * 16, 0, [], []], "gone": exported["one"]}) == {}
+    assert engine.used_member(("two", loaded.generations[1], 0)) == f"{digests[1]}:0"
+    assert engine.used_member(("two", 10_000, 0)) is None
+    assert engine.used_member(("gone", one, 0)) is None

@@ -174,12 +174,14 @@ class _Loaded:
         "input_steps",
         "library",
         "locations",
+        "positions",
         "templated",
     )
 
     def __init__(self, library: CompiledLibrary, generations: tuple[int, ...]) -> None:
         self.library = library
         self.generations = generations
+        self.positions = {m.name: mi for mi, m in enumerate(library.machines)}  # scenario -> its index
         self.initial = tuple(MachineState(g) for g in generations)
         # each step's "file:line:col" for the journal, formatted once instead of per request
         self.locations = tuple(tuple(_location(s.span) for s in m.steps) for m in library.machines)
@@ -839,11 +841,13 @@ class Engine:
         if loaded is None or not states:
             return {}
         digests = loaded.digests()
+        positions = loaded.positions
+        generations = loaded.generations
         out: dict[str, list[Any]] = {}
-        for mi, machine in enumerate(loaded.library.machines):
-            state = states.get(machine.name)
-            if state is not None and state.generation == loaded.generations[mi]:
-                out[machine.name] = [digests[mi], state.position, state.uses, state.captures]
+        for name, state in states.items():  # (per request with shared state: never a scan of the library)
+            mi = positions.get(name)
+            if mi is not None and state.generation == generations[mi]:
+                out[name] = [digests[mi], state.position, state.uses, state.captures]
         return out
 
     def import_states(self, data: Mapping[str, Any]) -> dict[str, MachineState]:
@@ -853,12 +857,13 @@ class Engine:
         if loaded is None or not data:
             return out
         digests = loaded.digests()
-        for mi, machine in enumerate(loaded.library.machines):
-            value = data.get(machine.name)
-            if value is not None and value[0] == digests[mi]:
+        positions = loaded.positions
+        for name, value in data.items():
+            mi = positions.get(name)
+            if mi is not None and value[0] == digests[mi]:
                 uses = tuple((int(i), int(k)) for i, k in value[2])
                 captures = tuple((str(n), str(v)) for n, v in value[3])
-                out[machine.name] = MachineState(loaded.generations[mi], int(value[1]), uses, captures)
+                out[name] = MachineState(loaded.generations[mi], int(value[1]), uses, captures)
         return out
 
     def used_member(self, used: tuple[str, int, int]) -> str | None:
@@ -866,10 +871,10 @@ class Engine:
         loaded = self._loaded
         if loaded is None:
             return None
-        for mi, machine in enumerate(loaded.library.machines):
-            if machine.name == used[0] and loaded.generations[mi] == used[1]:
-                return f"{loaded.digests()[mi]}:{used[2]}"
-        return None
+        mi = loaded.positions.get(used[0])
+        if mi is None or loaded.generations[mi] != used[1]:
+            return None
+        return f"{loaded.digests()[mi]}:{used[2]}"
 
 
 __all__ = ["EXPECTATION_PREFIX", "START", "Engine"]
