@@ -31,7 +31,7 @@ from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 from mockllm.server.admin import ADMIN_PREFIX, admin_mount
 from mockllm.server.body_deadline import BodyDeadline, BodyTimeout
 from mockllm.server.options import ServerOptions
-from mockllm.server.responder import deliver, header_bytes, send_whole
+from mockllm.server.responder import RenderAhead, deliver, header_bytes, send_whole
 from mockllm.server.routes import ROUTES, RouteSpec, adapter_for, provider_for
 from mockllm.server.routes import split_model_path as _split
 from mockllm.server.shutdown import Shutdown
@@ -339,13 +339,19 @@ class ProviderEndpoint:
             return
         state.note_model(chat.model)
         store = state.store
+        ahead = None
         try:
-            outcome = await store.handle(chat) if store.shared else state.engine.handle(chat)
+            if store.shared:  # the reply is rendered while the turn is committed
+                ahead = None if offload else RenderAhead(adapter, chat, state.context)
+                outcome = await store.handle(chat, ahead)
+            else:
+                outcome = state.engine.handle(chat)
         except StateUnavailable as exc:
             await send_whole(channel, adapter.render_error(503, str(exc), state.context(), "service_unavailable"))
             return
         track.append(outcome.entry_id)
-        ctx = state.context(outcome.response_id or None)
+        rendered = ahead.take(outcome) if ahead is not None else None
+        ctx = rendered[0] if rendered is not None else state.context(outcome.response_id or None)
         entry = outcome.entry_id
 
         def record(delivery: Delivery) -> None:  # how the answer went: the one write of its journal status
@@ -353,7 +359,19 @@ class ProviderEndpoint:
             self._finish(entry, delivery)
 
         options = state.options
-        await deliver(outcome, chat, adapter, ctx, channel, options, state.shutdown, record, arrived, offload=offload)
+        await deliver(
+            outcome,
+            chat,
+            adapter,
+            ctx,
+            channel,
+            options,
+            state.shutdown,
+            record,
+            arrived,
+            offload=offload,
+            rendered_ahead=rendered[1] if rendered is not None else None,
+        )
 
     def _finish(self, entry: int, delivery: Delivery) -> None:
         try:

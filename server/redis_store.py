@@ -341,8 +341,11 @@ class _Lane:
         made: Any = pool.connection_class(**{**pool.connection_kwargs, "socket_timeout": None})
         return made, None
 
-    async def _exchange(self, connection: Any, wire: _Wire | None, args: tuple[Any, ...]) -> tuple[Any, _Wire | None]:
-        """The answer to ``args`` on ``connection``, and the wire it is read through from now on."""
+    async def _exchange(
+        self, connection: Any, wire: _Wire | None, args: tuple[Any, ...], meanwhile: Callable[[], object] | None
+    ) -> tuple[Any, _Wire | None]:
+        """The answer to ``args`` on ``connection``, and the wire it is read through from now on;
+        ``meanwhile()`` is called once the command is sent, before its answer is awaited."""
         pack = self._pack
         if pack is not None:
             if wire is not None and wire.lost:  # Redis closed it while idle (a restart): connect again
@@ -354,17 +357,23 @@ class _Lane:
                 wire = _Wire.attach(connection, self._reader)
             if wire is not None:
                 try:
-                    answer = await wire.exchange(pack(args))
+                    waiting = wire.exchange(pack(args))
+                    if meanwhile is not None:
+                        meanwhile()
+                    answer = await waiting
                 except ConnectionError as exc:
                     raise self._broken(str(exc)) from None
                 if isinstance(answer, Exception):  # an error reply, as redis-py's reader makes it
                     raise answer
                 return answer, wire
         await connection.send_packed_command(connection.pack_command(*args), check_health=False)
+        if meanwhile is not None:
+            meanwhile()
         return await connection.read_response(), None
 
-    async def run(self, *args: Any) -> Any:
-        """The answer to the command ``args`` (an error reply raised as redis-py raises it)."""
+    async def run(self, *args: Any, meanwhile: Callable[[], object] | None = None) -> Any:
+        """The answer to the command ``args`` (an error reply raised as redis-py raises it); ``meanwhile()``
+        is called while it is awaited (see :meth:`_exchange`)."""
         async with self._slots:
             connection, wire = self._idle.pop() if self._idle else self._connection()
             task = asyncio.current_task()
@@ -374,7 +383,7 @@ class _Lane:
             if self._watchdog is None or self._watchdog.done():
                 self._watchdog = asyncio.ensure_future(self._watch())
             try:
-                answer, wire = await self._exchange(connection, wire, args)
+                answer, wire = await self._exchange(connection, wire, args, meanwhile)
             except self._replies:
                 del busy[task]
                 self._idle.append((connection, wire))
@@ -594,7 +603,7 @@ class RedisStore(StateStore):
                 return _response_from_json(raw)
         return None
 
-    async def handle(self, chat: ChatRequest) -> Outcome:
+    async def handle(self, chat: ChatRequest, meanwhile: Callable[[Outcome], object] | None = None) -> Outcome:
         prev = chat.previous_response_id
         chat, key, missing = continued(chat, await self._kept(prev) if prev else None)
         queued = self._queued.get(key)
@@ -604,7 +613,7 @@ class RedisStore(StateStore):
             return await waiting
         self._queued[key] = []
         try:
-            [outcome] = await self._commit_turns(key, [(chat, missing)])
+            [outcome] = await self._commit_turns(key, [(chat, missing)], meanwhile)
         finally:
             self._commit_queued(key)
         return outcome
@@ -637,9 +646,15 @@ class RedisStore(StateStore):
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def _commit_turns(self, key: str, turns: list[tuple[ChatRequest, str | None]]) -> list[Outcome]:
+    async def _commit_turns(
+        self,
+        key: str,
+        turns: list[tuple[ChatRequest, str | None]],
+        meanwhile: Callable[[Outcome], object] | None = None,
+    ) -> list[Outcome]:
         """Decide ``turns`` of conversation ``key`` one after the other on the state last seen, and commit
-        them together; on the current state again when another process moved the conversation on."""
+        them together; on the current state again when another process moved the conversation on.
+        ``meanwhile`` (one turn only) is called with each decision while its commit is on its way."""
         engine = self.engine
         version, states, stored = self._cache.get(key, _NEW)
         clock = engine.clock
@@ -653,7 +668,8 @@ class RedisStore(StateStore):
             saved = {**stored, **self._export(conv.states)} if conv.states != states and conv.states else None
             keys = self._commit_keys(key, decided)
             args = self._commit_args(key, decided, version, saved, clock.now())
-            result = await self._call(self._run_commit, keys, args)
+            ahead = None if meanwhile is None else functools.partial(meanwhile, decided[0].outcome)
+            result = await self._call(self._run_commit, keys, args, ahead)
             answer = int(result[0])
             if answer == 2:  # another process changed the scenarios: load them, decide again
                 await self.sync_library()
@@ -678,20 +694,20 @@ class RedisStore(StateStore):
             "nothing was answered"
         )
 
-    async def _run_commit(self, keys: list[str], args: list[Any]) -> Any:
+    async def _run_commit(self, keys: list[str], args: list[Any], meanwhile: Callable[[], object] | None) -> Any:
         """The commit script's answer, run on the lane: loaded first when Redis does not have it (a new or
         restarted Redis), and sent once more on a new connection when the first has gone stale (never after
         a timeout: Redis may have run a commit whose answer did not arrive in time)."""
         script = self._commit
         for attempt in range(3):
             try:
-                return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args)
+                return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args, meanwhile=meanwhile)
             except self._no_script:
                 await self._client.script_load(script.script)
             except self._stale:
                 if attempt:
                     raise
-        return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args)
+        return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args, meanwhile=meanwhile)
 
     def _commit_keys(self, key: str, turns: list[Turn]) -> list[str]:
         keys = [PREFIX + "c:" + key, *_SHARED_KEYS, PREFIX + "cr:" + key]

@@ -135,6 +135,42 @@ def raw_rendered(plan: RawPlan) -> Rendered:
     return Rendered(status=status, media_type="application/json", body=body)
 
 
+class RenderAhead:
+    """The reply rendered while the shared state store commits the turn it decided (its round trip to
+    Redis, which one request at a time nothing else overlaps): called with that outcome, it renders a
+    message plan's reply; :meth:`take` gives it back for the outcome committed when that is the one it
+    was rendered for (another process may have moved the conversation on: the turn is decided again)."""
+
+    __slots__ = ("_adapter", "_chat", "_context", "_ctx", "_outcome", "_rendered")
+
+    def __init__(self, adapter: Adapter, chat: ChatRequest, context: Callable[[str | None], RenderContext]) -> None:
+        self._adapter = adapter
+        self._chat = chat
+        self._context = context
+        self._outcome: Outcome | None = None
+        self._ctx: RenderContext | None = None
+        self._rendered: Rendered | None = None
+
+    def __call__(self, outcome: Outcome) -> None:
+        """Never raises: what cannot be rendered now is rendered (and fails) when the reply is sent."""
+        plan = outcome.plan
+        if not isinstance(plan, MessagePlan):
+            return
+        try:
+            ctx = self._context(outcome.response_id or None)
+            rendered = self._adapter.render(plan, self._chat, ctx)
+        except Exception:
+            return
+        self._outcome, self._ctx, self._rendered = outcome, ctx, rendered
+
+    def take(self, outcome: Outcome) -> tuple[RenderContext, Rendered] | None:
+        made = self._outcome
+        if made is None or made.plan is not outcome.plan or made.response_id != outcome.response_id:
+            return None
+        assert self._ctx is not None and self._rendered is not None
+        return self._ctx, self._rendered
+
+
 async def deliver(
     outcome: Outcome,
     chat: ChatRequest,
@@ -147,6 +183,7 @@ async def deliver(
     arrived: float | None = None,
     *,
     offload: bool = False,
+    rendered_ahead: Rendered | None = None,
 ) -> None:
     """Send the reply ``outcome`` asks for; never raises for anything the script asked. ``record`` is
     called once with how it went (:class:`Delivery`, for the journal): just before the response body
@@ -156,7 +193,8 @@ async def deliver(
     ``arrived`` is when the request reached the server (``options.clock.monotonic()``): a scripted
     latency counts from then, so the time spent reading, matching and rendering (and waiting for the
     event loop under load) is part of it rather than added to it. ``offload``: render in a worker
-    thread (for a large request, whose reply may be as large), so other requests are answered meanwhile."""
+    thread (for a large request, whose reply may be as large), so other requests are answered meanwhile.
+    ``rendered_ahead``: the message plan's reply, already rendered with ``ctx`` (:class:`RenderAhead`)."""
     extra = debug_headers(outcome)
     plan = outcome.plan
     if plan is None:
@@ -181,7 +219,9 @@ async def deliver(
         rendered = raw_rendered(plan)
     else:
         reply = plan
-        if offload:
+        if rendered_ahead is not None:
+            rendered = rendered_ahead
+        elif offload:
             rendered = await asyncio.to_thread(adapter.render, plan, chat, ctx)
         else:
             rendered = adapter.render(plan, chat, ctx)

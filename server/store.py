@@ -9,6 +9,7 @@ one library as if they were one server."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mockllm.server.posted import Posted, merged
@@ -34,7 +35,10 @@ class StateStore:
     def description(self) -> str:
         return "in memory"
 
-    async def handle(self, chat: ChatRequest) -> Outcome:
+    async def handle(self, chat: ChatRequest, meanwhile: Callable[[Outcome], object] | None = None) -> Outcome:
+        """The outcome of ``chat``. A shared store calls ``meanwhile`` with the outcome it decided while
+        it waits for that decision to be committed (the server renders the reply then); the outcome it
+        returns may differ (another process moved the conversation on: decided again)."""
         return self.engine.handle(chat)
 
     def settle(self, entry_id: int, delivery: Delivery) -> None:

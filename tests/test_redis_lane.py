@@ -142,3 +142,39 @@ def test_a_redis_that_answers_more_than_it_was_asked_never_answers_the_next_comm
     assert first in ("once", "Redis answered more than was asked")
     assert pong in ("PONG", True)
     assert absent is None
+
+
+def test_a_reply_rendered_ahead_is_given_back_only_for_the_outcome_it_was_rendered_for() -> None:
+    """The server renders while Redis commits the decided turn; when the commit decides again (another
+    process moved the conversation on) to something it does not render ahead -- an error, no match --
+    the reply rendered for the first decision must not be sent."""
+    import json
+
+    from mockllm.runtime.engine.outcome import Outcome
+    from mockllm.runtime.providers.base import RenderContext
+    from mockllm.runtime.providers.registry import adapter_for
+    from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan
+    from mockllm.runtime.request import HttpRequest
+    from mockllm.server.responder import RenderAhead
+
+    adapter = adapter_for("openai")
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Hello"}]}).encode()
+    chat = adapter.parse(HttpRequest("POST", "/v1/chat/completions", {}, {"content-type": "application/json"}, body))
+    contexts: list[str | None] = []
+
+    def context(response_id: str | None) -> RenderContext:
+        contexts.append(response_id)
+        return RenderContext(response_id=response_id or "fresh", created=1, request_id="req_1")
+
+    first = Outcome("c", 0, MessagePlan("m", text="first decision"), response_id="r1")
+    again = Outcome("c", 0, ErrorPlan("m", 429, "busy"), response_id="r2")
+    ahead = RenderAhead(adapter, chat, context)
+    ahead(first)
+    ahead(again)  # not rendered ahead: an error is rendered when it is sent
+    assert ahead.take(again) is None
+    assert ahead.take(Outcome("c", 7, first.plan, response_id="r2")) is None
+    taken = ahead.take(first.with_entry_id(7))  # the committed outcome: the same decision, its entry id
+    assert taken is not None
+    ctx, rendered = taken
+    assert ctx.response_id == "r1" and contexts == ["r1"]
+    assert b"first decision" in rendered.body
