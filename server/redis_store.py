@@ -230,18 +230,23 @@ class _Wire(asyncio.Protocol):
     the replies, as in redis-py), without the stream reader and writer under redis-py's connection --
     about a third of the client's work per commit. One command at a time on each connection."""
 
-    def __init__(self, transport: asyncio.Transport, reader: Any, stream: asyncio.BaseProtocol) -> None:
+    def __init__(self, transport: asyncio.Transport, reader: Any, push: type, stream: asyncio.BaseProtocol) -> None:
         self._transport = transport
         self._reader = reader  # hiredis's reader, making error replies into redis-py's exceptions
+        self._push = push  # hiredis's type for RESP3 push messages
         self._stream = stream  # redis-py's stream protocol: told when the connection goes
         self._waiting: asyncio.Future[Any] | None = None
         self.lost = False
         transport.set_protocol(self)
 
     @classmethod
-    def attach(cls, connection: Any, reader: Callable[..., Any]) -> _Wire | None:
+    def attach(cls, connection: Any, hiredis: Any, invalid: type[Exception]) -> _Wire | None:
         """``connection`` (connected) read by a new wire, or None where redis-py must go on reading it:
-        bytes already waiting, or a hiredis too old to say "not enough data" apart from a RESP3 false."""
+        bytes already waiting, or a hiredis older than 3.2 (which cannot tell "not enough data" from a RESP3
+        false, nor a push message from an answer)."""
+        push = getattr(hiredis, "PushNotification", None)
+        if push is None:
+            return None
         parser: Any = getattr(connection, "_parser", None)
         writer: Any = getattr(connection, "_writer", None)
         stream: Any = getattr(connection, "_reader", None)
@@ -254,12 +259,9 @@ class _Wire(asyncio.Protocol):
         settings: dict[str, Any] = {"replyError": parser.parse_error, "notEnoughData": _SHORT}
         if encoder.decode_responses:
             settings.update(encoding=encoder.encoding, errors=encoder.encoding_errors)
-        try:
-            made = reader(**settings)
-        except TypeError:  # hiredis < 3
-            return None
+        made = hiredis.Reader(protocolError=invalid, **settings)
         transport = writer.transport
-        return cls(transport, made, transport.get_protocol())
+        return cls(transport, made, push, transport.get_protocol())
 
     def exchange(self, packed: bytes) -> asyncio.Future[Any]:
         """Send one packed command; its reply (an error reply as redis-py's exception object) arrives in
@@ -281,15 +283,15 @@ class _Wire(asyncio.Protocol):
                 self._fail(ConnectionError(f"Redis sent what cannot be read: {exc}"))
                 return
             if reply is _SHORT:
-                return  # the reply is not all there yet
-            if type(reply).__name__ != "PushNotification":  # RESP3 out-of-band messages are not answers
-                break
-        if self._waiting is None or reader.has_data():  # an answer nobody asked for, or more than one
-            self._fail(ConnectionError("Redis answered more than was asked"))
-            return
-        waiting, self._waiting = self._waiting, None
-        if not waiting.done():  # (done: the request was cancelled meanwhile)
-            waiting.set_result(reply)
+                return  # the rest has not arrived yet
+            if isinstance(reply, self._push):  # RESP3 out-of-band messages (before or after an answer)
+                continue
+            waiting, self._waiting = self._waiting, None
+            if waiting is None:  # an answer nobody asked for: out of step with Redis
+                self._fail(ConnectionError("Redis answered more than was asked"))
+                return
+            if not waiting.done():  # (done: the request was cancelled meanwhile)
+                waiting.set_result(reply)
 
     def _fail(self, error: ConnectionError) -> None:
         """Out of step with Redis: the waiting exchange fails, and the connection is not used again."""
@@ -310,6 +312,15 @@ class _Wire(asyncio.Protocol):
         self._stream.connection_lost(exc)  # redis-py's writer learns the connection is closed
 
 
+def _meanwhile(call: Callable[[], object]) -> None:
+    """``call()`` while a command is on its way: whatever it raises is logged, never taken for a broken
+    exchange (the command was sent; Redis may well run it)."""
+    try:
+        call()
+    except Exception:
+        log.exception("mockllm: error while waiting for Redis (the request goes on)")
+
+
 class _Lane:
     """The commit's own connections to Redis: redis-py's connections (the client's settings), each
     running one command at a time, without the client's per-command pool locks, retries and metrics
@@ -323,6 +334,7 @@ class _Lane:
         self._slots = asyncio.Semaphore(size)
         self._replies = redis.exceptions.ResponseError  # an error reply: the connection stays usable
         self._broken = redis.exceptions.ConnectionError
+        self._invalid = redis.exceptions.InvalidResponse
         self._timeout_error = redis.exceptions.TimeoutError
         self._timeout = timeout
         self._busy: dict[asyncio.Task[Any], float] = {}  # the exchanges under way and their deadlines
@@ -334,7 +346,7 @@ class _Lane:
             self._pack: Callable[[tuple[Any, ...]], bytes] | None = None
         else:
             self._pack = hiredis.pack_command
-            self._reader = functools.partial(hiredis.Reader, protocolError=redis.exceptions.InvalidResponse)
+            self._hiredis = hiredis
 
     def _connection(self) -> tuple[Any, _Wire | None]:
         pool = self._pool
@@ -354,12 +366,12 @@ class _Lane:
             if wire is None:
                 if not connection.is_connected:
                     await connection.connect()
-                wire = _Wire.attach(connection, self._reader)
+                wire = _Wire.attach(connection, self._hiredis, self._invalid)
             if wire is not None:
                 try:
                     waiting = wire.exchange(pack(args))
                     if meanwhile is not None:
-                        meanwhile()
+                        _meanwhile(meanwhile)
                     answer = await waiting
                 except ConnectionError as exc:
                     raise self._broken(str(exc)) from None
@@ -368,7 +380,7 @@ class _Lane:
                 return answer, wire
         await connection.send_packed_command(connection.pack_command(*args), check_health=False)
         if meanwhile is not None:
-            meanwhile()
+            _meanwhile(meanwhile)
         return await connection.read_response(), None
 
     async def run(self, *args: Any, meanwhile: Callable[[], object] | None = None) -> Any:

@@ -154,7 +154,7 @@ class RenderAhead:
     def __call__(self, outcome: Outcome) -> None:
         """Never raises: what cannot be rendered now is rendered (and fails) when the reply is sent."""
         plan = outcome.plan
-        if not isinstance(plan, MessagePlan):
+        if not isinstance(plan, MessagePlan) or outcome is self._outcome:  # (the same commit sent again)
             return
         try:
             ctx = self._context(outcome.response_id or None)

@@ -253,6 +253,7 @@ def _entries() -> list[JournalEntry]:
         attrs.evolve(plain, fallback=True, remark="why " + odd, expectation_failed=odd, time=0.0),
         attrs.evolve(plain, echo=True, rejected="bad json " + odd, body_bytes=12, time=1e-07),
         attrs.evolve(plain, time=float("nan")),
+        attrs.evolve(plain, time=1795780099),  # a clock that counts whole seconds
     ]
 
 

@@ -183,9 +183,10 @@ class JournalEntry:
         no_match = "null" if self.no_match is None else _json_text(self.no_match.to_json())
         body = "null" if self.body is None and self.body_text is None else _json_text(self._body_json())
         body_bytes = self.body_bytes
-        time = float(self.time)
+        time = self.time  # a finite float as json writes it; anything else through json
+        when = repr(time) if type(time) is float and time - time == 0 else _json_text(time)
         return (
-            f'{{"id":{int(self.id)},"time":{repr(time) if time - time == 0 else _json_text(time)},'
+            f'{{"id":{int(self.id)},"time":{when},'
             f'"conversation":{_text(self.conversation)},'
             f'"provider":{_text(self.provider)},"endpoint":{_text(self.endpoint)},"model":{_text(self.model)},'
             f'"stream":{_TRUTH[bool(self.stream)]},"matched":{matched},"answered_by":{_text(self.answered_by)},'
