@@ -3,8 +3,14 @@ fails the test with what to install (``.ci/run`` installs it); these tests never
 
 from __future__ import annotations
 
+import socket
+import socketserver
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -30,3 +36,47 @@ class RedisServer(_RedisServer):
 
 
 __all__ = ["RedisServer"]
+
+
+@contextmanager
+def redis_proxy(upstream: str, *, hang: bytes = b"", twice: bytes = b"") -> Iterator[tuple[str, list[bytes]]]:
+    """The Redis at ``upstream`` behind a proxy on a thread of its own that passes every command on, but
+    never answers (nor passes on) the command named ``hang`` and sends Redis's answer to ``twice`` twice:
+    the proxy's URL, and the commands it received, in order (``b"CONNECTED"`` for each new connection)."""
+    import hiredis
+
+    received: list[bytes] = []
+    host, port = urlsplit(upstream).hostname, urlsplit(upstream).port
+
+    class Connection(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            received.append(b"CONNECTED")
+            commands = hiredis.Reader()
+            with socket.create_connection((host, port)) as redis:
+                while data := self.request.recv(65536):
+                    commands.feed(data)
+                    while (command := commands.gets()) is not False:
+                        name = command[0].upper()
+                        received.append(name)
+                        if name != hang:
+                            redis.sendall(hiredis.pack_command(tuple(command)))
+                            answer = one_reply(redis)
+                            self.request.sendall(answer * 2 if name == twice else answer)
+
+    def one_reply(redis: socket.socket) -> bytes:
+        reply, raw = hiredis.Reader(), b""
+        while True:
+            chunk = redis.recv(65536)
+            raw += chunk
+            reply.feed(chunk)
+            if reply.gets() is not False:
+                return raw
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Connection)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"redis://127.0.0.1:{server.server_address[1]}/0", received
+    finally:
+        server.shutdown()
+        server.server_close()

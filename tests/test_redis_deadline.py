@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import socketserver
-import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import openai
 import pytest
+from redis_server import redis_proxy
 from reliability import serve_process
 
 from mockllm.dsl.machines.compiler import load_and_compile
@@ -112,46 +109,10 @@ def test_a_store_on_a_real_redis_answers_and_stops_its_watchdog_on_close(redis_u
     assert left == set()
 
 
-@contextmanager
-def redis_that_hangs_on_commits(upstream: str) -> Iterator[tuple[str, list[bytes]]]:
-    """The Redis at ``upstream`` behind a proxy, on a thread of its own, that passes every command on
-    but a commit (``EVALSHA``), which it never answers: the proxy's URL, and the commands it received,
-    in order (``b"CONNECTED"`` for each new connection)."""
-    import hiredis
-
-    received: list[bytes] = []
-    host, port = urlsplit(upstream).hostname, urlsplit(upstream).port
-
-    class Connection(socketserver.BaseRequestHandler):
-        def handle(self) -> None:
-            received.append(b"CONNECTED")
-            commands = hiredis.Reader()
-            with socket.create_connection((host, port)) as redis:
-                while data := self.request.recv(65536):
-                    commands.feed(data)
-                    while (command := commands.gets()) is not False:
-                        received.append(command[0].upper())
-                        if command[0].upper() != b"EVALSHA":
-                            redis.sendall(hiredis.pack_command(tuple(command)))
-                            self.request.sendall(one_reply(redis))
-
-    def one_reply(redis: socket.socket) -> bytes:
-        reply, raw = hiredis.Reader(), b""
-        while True:
-            chunk = redis.recv(65536)
-            raw += chunk
-            reply.feed(chunk)
-            if reply.gets() is not False:
-                return raw
-
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Connection)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"redis://127.0.0.1:{server.server_address[1]}/0", received
-    finally:
-        server.shutdown()
-        server.server_close()
+def redis_that_hangs_on_commits(upstream: str) -> AbstractContextManager[tuple[str, list[bytes]]]:
+    """The Redis at ``upstream`` behind a proxy that passes every command on but a commit (``EVALSHA``),
+    which it never answers: the proxy's URL, and the commands it received."""
+    return redis_proxy(upstream, hang=b"EVALSHA")
 
 
 def test_a_commit_that_timed_out_is_not_sent_again(redis_url: str) -> None:

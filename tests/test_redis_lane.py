@@ -7,17 +7,13 @@ through redis-py's own reading (hiredis not installed)."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import socketserver
-import threading
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import pytest
 import redis
+from redis_server import redis_proxy
 
 from mockllm.runtime.engine.engine import Engine
 from mockllm.server.redis_store import RedisStore
@@ -89,43 +85,6 @@ def test_a_connection_redis_closed_while_idle_is_replaced_without_an_error(redis
     assert after != before  # a new connection
 
 
-@contextmanager
-def redis_answering_twice(upstream: str, command: bytes) -> Iterator[str]:
-    """The Redis at ``upstream`` behind a proxy that sends Redis's answer to ``command`` twice."""
-    import hiredis
-
-    host, port = urlsplit(upstream).hostname, urlsplit(upstream).port
-
-    class Connection(socketserver.BaseRequestHandler):
-        def handle(self) -> None:
-            commands = hiredis.Reader()
-            with socket.create_connection((host, port)) as redis_socket:
-                while data := self.request.recv(65536):
-                    commands.feed(data)
-                    while (sent := commands.gets()) is not False:
-                        redis_socket.sendall(hiredis.pack_command(tuple(sent)))
-                        answer = one_reply(redis_socket)
-                        self.request.sendall(answer * 2 if sent[0].upper() == command else answer)
-
-    def one_reply(redis_socket: socket.socket) -> bytes:
-        reply, raw = hiredis.Reader(), b""
-        while True:
-            chunk = redis_socket.recv(65536)
-            raw += chunk
-            reply.feed(chunk)
-            if reply.gets() is not False:
-                return raw
-
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Connection)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"redis://127.0.0.1:{server.server_address[1]}/0"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_a_redis_that_answers_more_than_it_was_asked_never_answers_the_next_command_with_it(redis_url: str) -> None:
     """The first answer answers the command (failing it would send a commit Redis already ran once more);
     the second drops the connection before the next command, which gets its own answer."""
@@ -135,7 +94,7 @@ def test_a_redis_that_answers_more_than_it_was_asked_never_answers_the_next_comm
         await asyncio.sleep(0.05)
         return first, await lane.run("PING"), await lane.run("GET", "mockllm-test:absent")
 
-    with redis_answering_twice(redis_url, b"ECHO") as url:
+    with redis_proxy(redis_url, twice=b"ECHO") as (url, _):
         first, pong, absent = on_lane(url, "hiredis", body)
     assert first == "once"
     assert pong in ("PONG", True)
