@@ -141,34 +141,32 @@ class RenderAhead:
     message plan's reply; :meth:`take` gives it back for the outcome committed when that is the one it
     was rendered for (another process may have moved the conversation on: the turn is decided again)."""
 
-    __slots__ = ("_adapter", "_chat", "_context", "_ctx", "_outcome", "_rendered")
+    __slots__ = ("_adapter", "_chat", "_context", "_made")
 
     def __init__(self, adapter: Adapter, chat: ChatRequest, context: Callable[[str | None], RenderContext]) -> None:
         self._adapter = adapter
         self._chat = chat
         self._context = context
-        self._outcome: Outcome | None = None
-        self._ctx: RenderContext | None = None
-        self._rendered: Rendered | None = None
+        self._made: tuple[Outcome, RenderContext, Rendered] | None = None  # the last decision rendered
 
     def __call__(self, outcome: Outcome) -> None:
         """Never raises: what cannot be rendered now is rendered (and fails) when the reply is sent."""
         plan = outcome.plan
-        if not isinstance(plan, MessagePlan) or outcome is self._outcome:  # (the same commit sent again)
+        made = self._made
+        if not isinstance(plan, MessagePlan) or (made is not None and made[0] is outcome):  # (a commit sent again)
             return
         try:
             ctx = self._context(outcome.response_id or None)
             rendered = self._adapter.render(plan, self._chat, ctx)
         except Exception:
             return
-        self._outcome, self._ctx, self._rendered = outcome, ctx, rendered
+        self._made = (outcome, ctx, rendered)
 
     def take(self, outcome: Outcome) -> tuple[RenderContext, Rendered] | None:
-        made = self._outcome
-        if made is None or made.plan is not outcome.plan or made.response_id != outcome.response_id:
+        made = self._made
+        if made is None or made[0].plan is not outcome.plan or made[0].response_id != outcome.response_id:
             return None
-        assert self._ctx is not None and self._rendered is not None
-        return self._ctx, self._rendered
+        return made[1], made[2]
 
 
 async def deliver(
