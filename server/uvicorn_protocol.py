@@ -1,6 +1,6 @@
-"""Uvicorn's httptools protocol, made cheaper per response: the head and body in one write, the
-head written without checking each header with two regular expressions, and one keep-alive timer
-per connection instead of one per response.
+"""Uvicorn's httptools protocol, made cheaper per request: the head and body in one write, a leaner
+request cycle (:mod:`mockllm.server.uvicorn_cycle`), and one keep-alive timer per connection
+instead of one per response.
 
 **Joined writes.** Uvicorn writes a response's status line and headers to the socket as soon as the app sends
 ``http.response.start``, and the body in a second write: two system calls per response, and on
@@ -11,12 +11,11 @@ pause, goes out at the end of the turn it was written in, as before; when the cl
 what is held goes out before the loop closes the connection. Nothing else changes: every other call
 is the transport's own.
 
-**A lean head.** Uvicorn checks every response header's name and value with a regular-expression
-search each (about 0.35 µs apiece here) and lower-cases the name: some 6 µs for a mockllm response
-with its nine headers. :class:`LeanHeadCycle` writes the same head with the same checks done once per
-response: names already seen valid are remembered (with their lower-case form), and the values are
-checked together, in one pass over all of them. Only the response start changes; the body, flow
-control and completion are Uvicorn's own.
+**A lean request cycle.** :class:`~mockllm.server.uvicorn_cycle.LeanCycle` replaces Uvicorn's
+``RequestResponseCycle`` and the protocol methods that make and feed it
+(:class:`~mockllm.server.uvicorn_cycle.LeanRequests`): the same scope, messages, checks and errors
+in fewer Python steps, and each response's head written with its checks done once per response
+instead of twice per header.
 
 **One keep-alive timer per connection.** Uvicorn arms a keep-alive timer after every response and
 cancels it when the next request arrives: a timer made and dropped per request (about 1-2 µs on
@@ -33,13 +32,9 @@ import hashlib
 import inspect
 from typing import Any, cast
 
-from uvicorn.protocols.http.httptools_impl import (
-    HEADER_RE,
-    HEADER_VALUE_RE,
-    STATUS_LINE,
-    HttpToolsProtocol,
-    RequestResponseCycle,
-)
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+
+from mockllm.server.uvicorn_cycle import LeanRequests
 
 
 class JoinedWrites:
@@ -99,7 +94,19 @@ class JoinedWrites:
 #: tests/test_uvicorn_protocol.py): Uvicorn 0.54.0's. Where a method's source differs -- an older
 #: Uvicorn handles ``connection`` differently, a newer one may change anything -- Uvicorn's own serves.
 _REVIEWED = {
+    "RequestResponseCycle.__init__": "4d2f220910c33c12",
+    "RequestResponseCycle.run_asgi": "0f33f2449a444bc2",
+    "RequestResponseCycle.send_500_response": "37c64da40eedaeaf",
     "RequestResponseCycle.send": "abdd8601b326a8da",
+    "RequestResponseCycle.receive": "8124ae006be71184",
+    "HttpToolsProtocol.on_message_begin": "96d377fdc7c2baef",
+    "HttpToolsProtocol.on_url": "37be44e962b04ca8",
+    "HttpToolsProtocol.on_header": "65d62c044f61fdbd",
+    "HttpToolsProtocol.on_headers_complete": "1ea8589acfad92d8",
+    "HttpToolsProtocol._start_asgi_task": "9c08c2571ae9b038",
+    "HttpToolsProtocol.on_body": "dba9c32aeba35b6a",
+    "HttpToolsProtocol.on_message_complete": "1fbad42dc31fc01f",
+    "HttpToolsProtocol.connection_lost": "c91a4c9bf2e29c55",
     "HttpToolsProtocol.on_response_complete": "64e254f28e389e76",
     "HttpToolsProtocol._unset_keepalive_if_required": "00a6a4e47214e68e",
     "HttpToolsProtocol.timeout_keep_alive_handler": "8b53bf5f2e202970",
@@ -123,81 +130,22 @@ def _reviewed(*names: str) -> bool:
     return True
 
 
-LEAN_HEAD = _reviewed("RequestResponseCycle.send")
-ONE_IDLE_TIMER = _reviewed(
+_IDLE_TIMER = (
     "HttpToolsProtocol.on_response_complete",
     "HttpToolsProtocol._unset_keepalive_if_required",
     "HttpToolsProtocol.timeout_keep_alive_handler",
 )
-
-_NAMES: dict[bytes, bytes] = {}  # header names found valid, as given -> lower-case
-_NAMES_LIMIT = 1024
-_SPECIAL = frozenset({b"content-length", b"transfer-encoding", b"connection"})
-#: The bytes Uvicorn refuses in a header value, taken from its own pattern: deleting them from the
-#: values in one C pass (``bytes.translate``) finds the same values as the pattern, several times faster.
-_BAD_VALUE_BYTES = bytes(b for b in range(256) if HEADER_VALUE_RE.search(bytes([b])))
-
-
-class LeanHeadCycle(RequestResponseCycle):
-    """Uvicorn's request/response cycle, writing a response's head with one check of its values
-    together and names remembered once valid; everything else is Uvicorn's."""
-
-    async def send(self, message: Any) -> None:
-        if (
-            self.response_started
-            or self.disconnected
-            or self.flow.write_paused
-            or self.access_log
-            or message["type"] != "http.response.start"
-        ):
-            await super().send(message)  # (and every message after the start, and every unusual case)
-            return
-        self.response_started = True
-        self.waiting_for_100_continue = False
-        status_code = message["status"]
-        content = [STATUS_LINE[status_code]]
-        values: list[bytes] = []
-        has_connection_close = False
-        for name, value in self.default_headers + list(message.get("headers", ())):  # as Uvicorn: its own first
-            low = _NAMES.get(name) if type(name) is bytes else None  # (a bytearray is checked each time)
-            if low is None:
-                if HEADER_RE.search(name):
-                    raise RuntimeError("Invalid HTTP header name.")
-                low = bytes(name).lower()
-                if len(_NAMES) < _NAMES_LIMIT and type(name) is bytes:
-                    _NAMES[name] = low
-            if low in _SPECIAL:  # as Uvicorn reads them
-                if low == b"content-length":
-                    if self.chunked_encoding is None:
-                        self.expected_content_length = int(value.decode())
-                        self.chunked_encoding = False
-                elif low == b"transfer-encoding":
-                    if value.lower() == b"chunked":
-                        self.expected_content_length = 0
-                        self.chunked_encoding = True
-                elif b"close" in [token.lower().strip() for token in value.split(b",")]:
-                    self.keep_alive = False
-                    has_connection_close = True
-            values.append(value)
-            content += (low, b": ", value, b"\r\n")
-        if values:
-            joined = b"".join(values)
-            if joined.translate(None, _BAD_VALUE_BYTES) != joined:
-                raise RuntimeError("Invalid HTTP header value.")
-        if not self.keep_alive and not has_connection_close:
-            content.append(b"connection: close\r\n")
-        if self.chunked_encoding is None and self.scope["method"] != "HEAD" and status_code not in (204, 304):
-            self.chunked_encoding = True  # neither content-length nor transfer-encoding given
-            content.append(b"transfer-encoding: chunked\r\n")
-        content.append(b"\r\n")
-        self.transport.write(b"".join(content))
+#: The lean request cycle replaces all of Uvicorn's cycle and the protocol methods that make and feed it.
+LEAN_CYCLE = _reviewed(*(name for name in _REVIEWED if name not in _IDLE_TIMER))
+ONE_IDLE_TIMER = _reviewed(*_IDLE_TIMER)
 
 
 def uvicorn_protocol() -> type[Any]:
     """Uvicorn's httptools protocol class, its transport's writes joined (:class:`JoinedWrites`) and
-    its responses' heads written by :class:`LeanHeadCycle` (where this Uvicorn allows)."""
+    its requests run by :class:`~mockllm.server.uvicorn_cycle.LeanCycle` (where this Uvicorn allows)."""
+    bases: tuple[type[Any], ...] = (LeanRequests, HttpToolsProtocol) if LEAN_CYCLE else (HttpToolsProtocol,)
 
-    class MockllmProtocol(HttpToolsProtocol):
+    class MockllmProtocol(*bases):  # type: ignore[misc]
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             # (uvloop's transports are not asyncio.Transport subclasses: casts, no isinstance checks)
             joined = JoinedWrites(cast(asyncio.Transport, transport), self.loop)
@@ -209,13 +157,6 @@ def uvicorn_protocol() -> type[Any]:
             # the end of the turn -- what is held (a HEAD answer, a stream's last chunk) goes out first.
             self.joined.flush()
             super().eof_received()
-
-        if LEAN_HEAD:
-
-            def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
-                if type(cycle) is RequestResponseCycle:  # not started yet: its send is looked up on start
-                    cycle.__class__ = LeanHeadCycle
-                super()._start_asgi_task(cycle, app)
 
         if ONE_IDLE_TIMER:
             _idle_since: float | None = None  # when the last response ended; None while a request runs

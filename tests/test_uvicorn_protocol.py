@@ -22,7 +22,8 @@ import pytest
 uvicorn = pytest.importorskip("uvicorn", reason="the `fast` extra (uvicorn) is part of the dev install")
 pytest.importorskip("httptools", reason="the `fast` extra (httptools) is part of the dev install")
 
-from mockllm.server.uvicorn_protocol import LEAN_HEAD, JoinedWrites, LeanHeadCycle  # noqa: E402
+from mockllm.server.uvicorn_cycle import LeanCycle  # noqa: E402
+from mockllm.server.uvicorn_protocol import LEAN_CYCLE, JoinedWrites  # noqa: E402
 
 
 class Recorded:
@@ -263,30 +264,43 @@ def _start(
     """The head a cycle of ``cycle_class`` writes for one response start, and its state afterwards
     (or the error it raised). ``defaults``: Uvicorn's own headers (date, server, configured ones)."""
     import logging
+    from types import SimpleNamespace
 
     from uvicorn.protocols.http.flow_control import FlowControl
 
     transport = _Socketless()
-    cycle = cycle_class(
-        scope={
-            "type": "http",
-            "method": method,
-            "http_version": "1.1",
-            "path": "/v1/chat/completions",
-            "query_string": b"",
-            "client": ("127.0.0.1", 50000),
-        },
-        transport=transport,
-        flow=FlowControl(transport),
-        logger=logging.getLogger("test"),
-        access_logger=logging.getLogger("test.access"),
-        access_log=access_log,
-        default_headers=list(defaults),
-        message_event=asyncio.Event(),
-        expect_100_continue=True,
-        keep_alive=keep_alive,
-        on_response=lambda: None,
-    )
+    scope = {
+        "type": "http",
+        "method": method,
+        "http_version": "1.1",
+        "path": "/v1/chat/completions",
+        "query_string": b"",
+        "client": ("127.0.0.1", 50000),
+    }
+    if cycle_class is LeanCycle:  # made by its protocol: what the protocol gives it, and no more
+        protocol = SimpleNamespace(
+            transport=transport,
+            flow=FlowControl(transport),
+            server_state=SimpleNamespace(default_headers=list(defaults)),
+            logger=logging.getLogger("test"),
+            access_logger=logging.getLogger("test.access"),
+            access_log=access_log,
+        )
+        cycle = LeanCycle(protocol, scope, keep_alive, True)  # type: ignore[arg-type]
+    else:
+        cycle = cycle_class(
+            scope=scope,
+            transport=transport,
+            flow=FlowControl(transport),
+            logger=logging.getLogger("test"),
+            access_logger=logging.getLogger("test.access"),
+            access_log=access_log,
+            default_headers=list(defaults),
+            message_event=asyncio.Event(),
+            expect_100_continue=True,
+            keep_alive=keep_alive,
+            on_response=lambda: None,
+        )
     cycle.disconnected = disconnected
     try:
         asyncio.run(cycle.send({"type": "http.response.start", "status": status, "headers": headers}))
@@ -335,18 +349,18 @@ def test_the_lean_head_is_uvicorns_head(
     from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
     stock = _start(RequestResponseCycle, headers, status, method, keep_alive)
-    lean = _start(LeanHeadCycle, headers, status, method, keep_alive)
+    lean = _start(LeanCycle, headers, status, method, keep_alive)
     assert lean == stock
     assert lean[0] == "raised" or lean[0][0].endswith(b"\r\n\r\n")
 
 
 def test_the_lean_head_remembers_valid_names_only() -> None:
-    from mockllm.server import uvicorn_protocol
+    from mockllm.server import uvicorn_cycle
 
-    _start(LeanHeadCycle, [(b"X-Remembered", b"1"), (b"bad name", b"2")], 200, "POST", True)
-    assert uvicorn_protocol._NAMES[b"X-Remembered"] == b"x-remembered"
-    assert b"bad name" not in uvicorn_protocol._NAMES
-    again = _start(LeanHeadCycle, [(b"bad name", b"2")], 200, "POST", True)
+    _start(LeanCycle, [(b"X-Remembered", b"1"), (b"bad name", b"2")], 200, "POST", True)
+    assert uvicorn_cycle._NAMES[b"X-Remembered"] == b"x-remembered"
+    assert b"bad name" not in uvicorn_cycle._NAMES
+    again = _start(LeanCycle, [(b"bad name", b"2")], 200, "POST", True)
     assert again == ("raised", "Invalid HTTP header name.")
 
 
@@ -365,29 +379,29 @@ def test_the_lean_head_reads_uvicorns_own_headers_as_uvicorn_does(
     from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
     stock = _start(RequestResponseCycle, headers, 200, "POST", True, defaults=defaults)
-    assert _start(LeanHeadCycle, headers, 200, "POST", True, defaults=defaults) == stock
+    assert _start(LeanCycle, headers, 200, "POST", True, defaults=defaults) == stock
 
 
 @pytest.mark.parametrize("case", ["access log", "disconnected"])
-def test_what_the_lean_head_leaves_to_uvicorn_is_uvicorns(case: str) -> None:
+def test_the_lean_head_logs_and_skips_as_uvicorn_does(case: str) -> None:
     from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
     flags = {"access_log": case == "access log", "disconnected": case == "disconnected"}
     headers = _MOCKLLM_HEAD
     stock = _start(RequestResponseCycle, headers, 200, "POST", True, **flags)
-    assert _start(LeanHeadCycle, headers, 200, "POST", True, **flags) == stock
+    assert _start(LeanCycle, headers, 200, "POST", True, **flags) == stock
     assert stock[0] == ([] if case == "disconnected" else stock[0])
 
 
 def test_the_lean_head_serves_only_on_the_uvicorn_it_was_checked_against() -> None:
     from mockllm.server import uvicorn_protocol
 
-    assert LEAN_HEAD == (uvicorn.__version__ == "0.54.0")  # (another Uvicorn: its own heads, below)
+    assert LEAN_CYCLE == (uvicorn.__version__ == "0.54.0")  # (another Uvicorn: its own cycle, below)
     assert uvicorn_protocol._digest(uvicorn_protocol.RequestResponseCycle.send) is not None
     CYCLES.clear()
     message = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     asyncio.run(_serve_and_ask([_post(message), _post(message)]))
-    assert CYCLES and set(CYCLES) == ({LeanHeadCycle} if LEAN_HEAD else {uvicorn_protocol.RequestResponseCycle})
+    assert CYCLES and set(CYCLES) == ({LeanCycle} if LEAN_CYCLE else {uvicorn_protocol.RequestResponseCycle})
 
 
 def test_a_served_answer_has_uvicorns_head_with_its_date_and_server() -> None:
@@ -407,7 +421,7 @@ def test_the_lean_head_refuses_exactly_the_header_value_bytes_uvicorn_refuses() 
     for byte in range(256):
         headers = [(b"x-a", b"fine"), (b"x-b", b"before" + bytes([byte]) + b"after")]
         stock = _start(RequestResponseCycle, headers, 200, "POST", True)
-        assert _start(LeanHeadCycle, headers, 200, "POST", True) == stock, byte
+        assert _start(LeanCycle, headers, 200, "POST", True) == stock, byte
         if stock[0] == "raised":
             refused.append(byte)
     assert refused == [*range(0x09), *range(0x0A, 0x20), 0x7F]  # control characters but tab
@@ -485,3 +499,135 @@ def test_a_busy_keep_alive_connection_stays_open_and_an_idle_one_is_closed() -> 
         assert armed <= 6, armed  # once, re-armed only when it fired early (Uvicorn's own: once per response)
     else:
         assert armed == 12
+
+
+# ------------------------------------------------------------------------------------------------
+# The lean request cycle: the app sees what it sees on Uvicorn's own protocol, the client reads the same
+
+
+def _seeing_app(seen: list[Any]) -> Any:
+    """An ASGI app that records its scope (all but what differs per connection) and every message it
+    receives up to the end of the body, answers with the body it read, then -- for ``/wait`` --
+    waits for the next message (the client going away) and records that too."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        kept = {k: v for k, v in scope.items() if k not in ("client", "server", "state")}
+        messages = []
+        body = b""
+        while True:
+            message = await receive()
+            messages.append(message["type"])
+            body += message.get("body", b"")
+            if not message.get("more_body", False) or len(messages) > 100:  # (a cycle that never waits)
+                break
+        seen.append((kept, messages[-1], body))
+        if scope["path"] == "/wait":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"x-a", b"1")]})
+            await send({"type": "http.response.body", "body": b"first", "more_body": True})
+            seen.append(await receive())  # the client hangs up after reading the first chunk
+            return
+        answer = b"read " + body
+        headers = [(b"content-length", str(len(answer)).encode()), (b"x-path", scope["raw_path"])]
+        await send({"type": "http.response.start", "status": 201, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+
+    return app
+
+
+async def _exchange(protocol: Any, pieces: list[bytes], *, until: bytes, hang_up: bool = False) -> tuple[Any, bytes]:
+    """Serve :func:`_seeing_app` with ``protocol``, write ``pieces`` on one connection (20 ms apart, so
+    a body arrives in parts), read until the answer ends with ``until``; with ``hang_up``, close the
+    connection after reading ``until`` and wait for the app to notice. Returns what the app saw and
+    what the client read, without its ``date`` line."""
+    seen: list[Any] = []
+    config = uvicorn.Config(
+        _seeing_app(seen), http=protocol, lifespan="off", log_level="warning", timeout_graceful_shutdown=2
+    )  # (an app left waiting is cancelled: a broken cycle fails the test instead of hanging it)
+    config.load()
+    server = uvicorn.Server(config)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    received = b""
+    try:
+        reader, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+        for piece in pieces:
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.02)
+        while not received.endswith(until):
+            chunk = await asyncio.wait_for(reader.read(65536), 10)
+            if not chunk:
+                break
+            received += chunk
+        writer.close()
+        if hang_up:
+            for _ in range(500):
+                if len(seen) == 2:
+                    break
+                await asyncio.sleep(0.01)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, 10)
+    lines = [line for line in received.split(b"\r\n") if not line.startswith(b"date: ")]
+    return seen, b"\r\n".join(lines)
+
+
+_BODY = b'{"model": "m"}'
+_EXCHANGES = {
+    "a query and an escaped path": [
+        b"POST /v1/a%20b?x=1&y=%20 HTTP/1.1\r\nhost: h\r\ncontent-length: 14\r\n\r\n" + _BODY
+    ],
+    "a body in three parts": [
+        b"POST /v1/chat HTTP/1.1\r\nhost: h\r\ncontent-length: 14\r\n\r\n",
+        _BODY[:5],
+        _BODY[5:],
+    ],
+    "a chunked body": [
+        b"POST /v1/chat HTTP/1.1\r\nhost: h\r\ntransfer-encoding: chunked\r\n\r\n5\r\n" + _BODY[:5] + b"\r\n",
+        b"9\r\n" + _BODY[5:] + b"\r\n0\r\n\r\n",
+    ],
+    "HTTP/1.0": [b"GET /old?q HTTP/1.0\r\nhost: h\r\n\r\n"],
+    "an absolute target": [b"GET http://example.com/p/q?r=1 HTTP/1.1\r\nhost: example.com\r\n\r\n"],
+    "a fragment": [b"GET /p#frag HTTP/1.1\r\nhost: h\r\n\r\n"],
+    "two requests pipelined": [
+        b"POST /one HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\n\r\n1"
+        b"POST /two HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\n\r\n2"
+    ],
+    "expect 100-continue": [
+        b"POST /v1/chat HTTP/1.1\r\nhost: h\r\nexpect: 100-continue\r\ncontent-length: 14\r\n\r\n",
+        _BODY,
+    ],
+}
+
+
+@pytest.mark.parametrize("case", list(_EXCHANGES))
+def test_the_lean_cycle_gives_the_app_and_the_client_what_uvicorn_gives(case: str) -> None:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+
+    pieces = _EXCHANGES[case]
+    until = b"read 2" if "pipelined" in case else (b"read " + _BODY if b"content-length: 14" in pieces[0] else b"read ")
+    stock = asyncio.run(_exchange(HttpToolsProtocol, pieces, until=until))
+    lean = asyncio.run(_exchange(uvicorn_protocol(), pieces, until=until))
+    assert lean == stock
+    seen, received = lean
+    assert seen and received.startswith(b"HTTP/1.1 "), received  # (both answered: not a shared failure)
+    if "100-continue" in case:
+        assert received.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created")
+
+
+def test_the_lean_cycle_tells_the_app_when_the_client_hangs_up_as_uvicorn_does() -> None:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+
+    pieces = [b"POST /wait HTTP/1.1\r\nhost: h\r\ncontent-length: 2\r\n\r\nhi"]
+    stock = asyncio.run(_exchange(HttpToolsProtocol, pieces, until=b"first\r\n", hang_up=True))
+    lean = asyncio.run(_exchange(uvicorn_protocol(), pieces, until=b"first\r\n", hang_up=True))
+    assert lean == stock
+    assert lean[0][1] == {"type": "http.disconnect"}
