@@ -78,9 +78,10 @@ def response_head(
     last. Names are checked and values cleaned as :func:`header_bytes` does, in one pass."""
     out: list[tuple[bytes, bytes]] = []
     has_type = False
+    names = _NAMES
     for headers in (rendered.headers, extra):
         for name, value in headers:
-            raw = _name_bytes(name)
+            raw = names.get(name) or _name_bytes(name)  # (inline: two calls fewer per header)
             if raw is None:
                 log.warning("mockllm: dropped response header with an invalid name %r", name)
                 continue
@@ -88,7 +89,10 @@ def response_head(
                 has_type = True
             elif raw == b"content-length" and length is not None:
                 continue
-            out.append((raw, _value_bytes(value)))
+            if type(value) is str and value.isascii() and value.isprintable():  # no CR, LF or NUL: as is
+                out.append((raw, value.strip().encode("ascii")))
+            else:
+                out.append((raw, _value_bytes(value)))
     if not has_type:
         media = _MEDIA.get(rendered.media_type)
         if media is None:

@@ -179,7 +179,8 @@ def uvicorn_protocol() -> type[Any]:
                         self._idle_timer = self.loop.call_later(self.timeout_keep_alive, self._idle_check)
 
             def _unset_keepalive_if_required(self) -> None:  # (on every request's data)
-                super()._unset_keepalive_if_required()
+                # Uvicorn's cancels `timeout_keep_alive_task`, which only its on_response_complete
+                # arms: replaced above, so there is never one to cancel.
                 self._idle_since = None
 
             def _idle_check(self) -> None:
