@@ -55,25 +55,33 @@ _SPECIAL = frozenset({b"content-length", b"transfer-encoding", b"connection"})
 _BAD_VALUE_BYTES = bytes(b for b in range(256) if HEADER_VALUE_RE.search(bytes([b])))
 
 
-def write_head(cycle: Any, message: Any, default_headers: list[tuple[bytes, bytes]]) -> None:
-    """Write the status line and headers of ``message`` (``http.response.start``) as Uvicorn does --
-    the same bytes, the same errors, the same cycle state (``keep_alive``, ``chunked_encoding``,
-    ``expected_content_length``) -- with its checks done once per response: header names already
-    seen valid are remembered with their lower-case form, and the values are checked together, in
-    one pass over all of them, instead of with two regular-expression searches per header."""
-    status_code = message["status"]
+def _check_values(values: list[bytes]) -> None:
+    joined = b"".join(values)
+    if joined.translate(None, _BAD_VALUE_BYTES) != joined:
+        raise RuntimeError("Invalid HTTP header value.")
+
+
+def write_head(cycle: Any, status_code: int, headers: list[tuple[Any, Any]]) -> None:
+    """Write the status line and ``headers`` (Uvicorn's own first) of a response start as Uvicorn
+    does -- the same bytes, the same errors in the same order, the same cycle state (``keep_alive``,
+    ``chunked_encoding``, ``expected_content_length``) -- with its checks done once per response:
+    header names already seen valid are remembered with their lower-case form, and the values are
+    checked together, in one pass over all of them, instead of with two regular-expression searches
+    per header (a value is checked on its own first only where Uvicorn reads it: the three below)."""
     content = [STATUS_LINE[status_code]]
     values: list[bytes] = []
     has_connection_close = False
-    for name, value in default_headers + list(message.get("headers", ())):  # as Uvicorn: its own first
+    for name, value in headers:
         low = _NAMES.get(name) if type(name) is bytes else None  # (a bytearray is checked each time)
         if low is None:
             if HEADER_RE.search(name):
+                _check_values(values)  # Uvicorn meets a bad value before a later bad name
                 raise RuntimeError("Invalid HTTP header name.")
             low = bytes(name).lower()
             if len(_NAMES) < _NAMES_LIMIT and type(name) is bytes:
                 _NAMES[name] = low
-        if low in _SPECIAL:  # as Uvicorn reads them
+        if low in _SPECIAL:  # as Uvicorn reads them, once their values are known to be valid
+            _check_values([*values, value])
             if low == b"content-length":
                 if cycle.chunked_encoding is None:
                     cycle.expected_content_length = int(value.decode())
@@ -88,9 +96,7 @@ def write_head(cycle: Any, message: Any, default_headers: list[tuple[bytes, byte
         values.append(value)
         content += (low, b": ", value, b"\r\n")
     if values:
-        joined = b"".join(values)
-        if joined.translate(None, _BAD_VALUE_BYTES) != joined:
-            raise RuntimeError("Invalid HTTP header value.")
+        _check_values(values)
     if not cycle.keep_alive and not has_connection_close:
         content.append(b"connection: close\r\n")
     if cycle.chunked_encoding is None and cycle.scope["method"] != "HEAD" and status_code not in (204, 304):
@@ -98,6 +104,24 @@ def write_head(cycle: Any, message: Any, default_headers: list[tuple[bytes, byte
         content.append(b"transfer-encoding: chunked\r\n")
     content.append(b"\r\n")
     cycle.transport.write(b"".join(content))
+
+
+class _Finished:
+    """What a cycle keeps of its protocol once its app has returned. A late send (from a task the app
+    left behind) still writes, but completes nothing on the connection, as on Uvicorn (whose cycle
+    drops its ``on_response`` then); and the cycle no longer holds the protocol, so a closed
+    connection is freed at once instead of by the garbage collector."""
+
+    __slots__ = ("access_log", "access_logger", "flow", "logger")
+
+    def __init__(self, protocol: Any) -> None:
+        self.flow = protocol.flow
+        self.logger = protocol.logger
+        self.access_logger = protocol.access_logger
+        self.access_log = protocol.access_log
+
+    def on_response_complete(self) -> None:
+        pass
 
 
 class LeanCycle:
@@ -108,6 +132,7 @@ class LeanCycle:
         "_event",
         "body",
         "chunked_encoding",
+        "default_headers",
         "disconnected",
         "expected_content_length",
         "keep_alive",
@@ -121,13 +146,14 @@ class LeanCycle:
     )
 
     def __init__(self, protocol: LeanRequests, scope: dict[str, Any], keep_alive: bool, expect: bool) -> None:
-        self.protocol = protocol
+        self.protocol: Any = protocol  # (a _Finished once the app has returned)
         self.scope = scope
         self.transport = protocol.transport
+        self.default_headers = protocol.server_state.default_headers  # (the date as the request came)
         self.keep_alive = keep_alive
         self.waiting_for_100_continue = expect
         self.disconnected = False
-        self.body = b""
+        self.body: bytes | bytearray = b""
         self.more_body = True
         self._ended = False  # the last body message (more_body False) was handed to the app
         self._event: asyncio.Event | None = None
@@ -162,6 +188,11 @@ class LeanCycle:
             elif not self.response_complete and not self.disconnected:
                 protocol.logger.error("ASGI callable returned without completing response.")
                 self.transport.close()
+        finally:
+            finished = protocol.__dict__.get("_lean_finished")
+            if finished is None:
+                finished = protocol._lean_finished = _Finished(protocol)
+            self.protocol = finished
 
     async def send_500_response(self) -> None:
         await self.send(
@@ -189,6 +220,8 @@ class LeanCycle:
                 raise RuntimeError(f"Expected ASGI message 'http.response.start', but got '{message['type']}'.")
             self.response_started = True
             self.waiting_for_100_continue = False
+            status_code = message["status"]
+            headers = self.default_headers + list(message.get("headers", ()))
             if protocol.access_log:
                 scope = self.scope
                 protocol.access_logger.info(
@@ -197,9 +230,9 @@ class LeanCycle:
                     scope["method"],
                     get_path_with_query_string(scope),  # type: ignore[arg-type]
                     scope["http_version"],
-                    message["status"],
+                    status_code,
                 )
-            write_head(self, message, protocol.server_state.default_headers)
+            write_head(self, status_code, headers)
         elif not self.response_complete:
             if message["type"] != "http.response.body":
                 raise RuntimeError(f"Expected ASGI message 'http.response.body', but got '{message['type']}'.")
@@ -244,7 +277,12 @@ class LeanCycle:
                 await event.wait()
         if self.disconnected or self.response_complete:
             return dict(_DISCONNECT)
-        message = {"type": "http.request", "body": self.body, "more_body": self.more_body}
+        body = self.body
+        message = {
+            "type": "http.request",
+            "body": body if type(body) is bytes else bytes(body),
+            "more_body": self.more_body,
+        }
         self.body = b""
         if not self.more_body:
             self._ended = True
@@ -280,7 +318,8 @@ class LeanRequests(_Base):
             self.scope = {"method": method, "headers": self.headers}  # type: ignore[typeddict-item]
             return
         url = self.url
-        if url[:1] == b"/" and b"#" not in url:  # origin form: /path?query
+        if url[:1] == b"/" and b"#" not in url and len(url) < 65536:  # origin form: /path?query
+            # (httptools' URL parser refuses a target of 64 KiB or more: so does this, through it)
             raw_path, _, query = url.partition(b"?")
         else:
             parsed = httptools.parse_url(url)
@@ -330,20 +369,26 @@ class LeanRequests(_Base):
         self.tasks.add(task)
 
     def on_body(self, body: bytes) -> None:
-        cycle = self.cycle
+        cycle: LeanCycle = self.cycle  # type: ignore[assignment]
         if self._upgrading or cycle.response_complete:
             return
-        cycle.body += body
-        if len(cycle.body) > HIGH_WATER_LIMIT:
+        held = cycle.body
+        if held:  # a body in pieces: kept in a bytearray (+= on bytes would copy it all each time)
+            if type(held) is bytes:
+                held = cycle.body = bytearray(held)
+            held += body
+        else:
+            held = cycle.body = body
+        if len(held) > HIGH_WATER_LIMIT:
             self.flow.pause_reading()
-        cycle.wake()  # type: ignore[attr-defined]
+        cycle.wake()
 
     def on_message_complete(self) -> None:
-        cycle = self.cycle
+        cycle: LeanCycle = self.cycle  # type: ignore[assignment]
         if self._upgrading or cycle.response_complete:
             return
         cycle.more_body = False
-        cycle.wake()  # type: ignore[attr-defined]
+        cycle.wake()
 
     def connection_lost(self, exc: Exception | None) -> None:  # Uvicorn's, waking a LeanCycle
         self.connections.discard(self)

@@ -55,8 +55,9 @@ class JoinedWrites:
             self._held = bytes(data)
             self._loop.call_soon(self._flush)
             return
+        joined = held + bytes(data)  # (before the held head is let go: a bad body must not lose it)
         self._held = None
-        self._transport.write(held + bytes(data))
+        self._transport.write(joined)
 
     def writelines(self, lines: Any) -> None:
         self.write(b"".join(lines))
@@ -90,7 +91,7 @@ class JoinedWrites:
         return getattr(self._transport, name)
 
 
-#: Digests of the source of the Uvicorn methods this module replaces, as checked line by line (and by
+#: Digests of the source of the Uvicorn methods this module replaces or relies on, as checked line by line (and by
 #: tests/test_uvicorn_protocol.py): Uvicorn 0.54.0's. Where a method's source differs -- an older
 #: Uvicorn handles ``connection`` differently, a newer one may change anything -- Uvicorn's own serves.
 _REVIEWED = {
@@ -107,6 +108,14 @@ _REVIEWED = {
     "HttpToolsProtocol.on_body": "dba9c32aeba35b6a",
     "HttpToolsProtocol.on_message_complete": "1fbad42dc31fc01f",
     "HttpToolsProtocol.connection_lost": "c91a4c9bf2e29c55",
+    # not replaced, but what the lean cycle relies on (attributes, the upgrade, shutdown, parse errors)
+    "HttpToolsProtocol.__init__": "4f08999410347141",
+    "HttpToolsProtocol.connection_made": "6efb565ff3d36b91",
+    "HttpToolsProtocol.data_received": "010a7ae59a5d3b1a",
+    "HttpToolsProtocol._should_upgrade": "8fcad1ab8e096739",
+    "HttpToolsProtocol._get_upgrade": "7b1305aac7b87064",
+    "HttpToolsProtocol.handle_websocket_upgrade": "179c4f769386ab89",
+    "HttpToolsProtocol.shutdown": "d7351fa33f00d430",
     "HttpToolsProtocol.on_response_complete": "64e254f28e389e76",
     "HttpToolsProtocol._unset_keepalive_if_required": "00a6a4e47214e68e",
     "HttpToolsProtocol.timeout_keep_alive_handler": "8b53bf5f2e202970",

@@ -341,6 +341,9 @@ _MOCKLLM_HEAD = [
         ([(b"x-a", b"fine"), (b"x-b", b"split\r\nx-injected: 1")], 200, "POST", True),  # refused: CR LF
         ([(b"x-a", b"nul\x00")], 200, "POST", True),
         ([(b"x-a", b"tab\tis allowed")], 200, "POST", True),
+        ([(b"content-length", b"1\x00")], 200, "POST", True),  # refused as a value, before it is read
+        ([(b"x-a", b"nul\x00"), (b"bad name", b"v")], 200, "POST", True),  # the first problem is said
+        ([(b"bad name", b"v"), (b"x-a", b"nul\x00")], 200, "POST", True),
     ],
 )
 def test_the_lean_head_is_uvicorns_head(
@@ -597,6 +600,7 @@ _EXCHANGES = {
         b"POST /one HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\n\r\n1"
         b"POST /two HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\n\r\n2"
     ],
+    "a target of 64 KiB": [b"GET /" + b"a" * 65535 + b" HTTP/1.1\r\nhost: h\r\n\r\n"],  # refused by both
     "expect 100-continue": [
         b"POST /v1/chat HTTP/1.1\r\nhost: h\r\nexpect: 100-continue\r\ncontent-length: 14\r\n\r\n",
         _BODY,
@@ -612,11 +616,14 @@ def test_the_lean_cycle_gives_the_app_and_the_client_what_uvicorn_gives(case: st
 
     pieces = _EXCHANGES[case]
     until = b"read 2" if "pipelined" in case else (b"read " + _BODY if b"content-length: 14" in pieces[0] else b"read ")
+    if "64 KiB" in case:
+        until = b"Invalid HTTP request received."
     stock = asyncio.run(_exchange(HttpToolsProtocol, pieces, until=until))
     lean = asyncio.run(_exchange(uvicorn_protocol(), pieces, until=until))
     assert lean == stock
     seen, received = lean
-    assert seen and received.startswith(b"HTTP/1.1 "), received  # (both answered: not a shared failure)
+    assert received.startswith(b"HTTP/1.1 "), received  # (both answered: not a shared failure)
+    assert seen or b"400 Bad Request" in received
     if "100-continue" in case:
         assert received.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created")
 
@@ -631,3 +638,52 @@ def test_the_lean_cycle_tells_the_app_when_the_client_hangs_up_as_uvicorn_does()
     lean = asyncio.run(_exchange(uvicorn_protocol(), pieces, until=b"first\r\n", hang_up=True))
     assert lean == stock
     assert lean[0][1] == {"type": "http.disconnect"}
+
+
+def test_a_slow_answer_is_dated_when_its_request_came_as_on_uvicorn() -> None:
+    """Uvicorn's own headers (its date, renewed every second) are the ones of the moment the request
+    arrived, however long the app takes to start the answer."""
+    from types import SimpleNamespace
+
+    from uvicorn.protocols.http.flow_control import FlowControl
+
+    arrived = [(b"date", b"Fri, 27 Nov 2026 07:00:00 GMT"), (b"server", b"uvicorn")]
+    transport = _Socketless()
+    server_state = SimpleNamespace(default_headers=arrived)
+    protocol = SimpleNamespace(
+        transport=transport, flow=FlowControl(transport), server_state=server_state, access_log=False
+    )
+    cycle = LeanCycle(protocol, {"method": "POST"}, True, False)  # type: ignore[arg-type]
+    server_state.default_headers = [(b"date", b"Fri, 27 Nov 2026 07:00:03 GMT"), (b"server", b"uvicorn")]
+    start = {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]}
+    asyncio.run(cycle.send(start))
+    assert b"date: Fri, 27 Nov 2026 07:00:00 GMT\r\n" in transport.writes[0]
+
+
+def test_a_closed_connection_is_freed_without_the_garbage_collector() -> None:
+    """A cycle lets go of its protocol when its app returns: nothing of a closed connection waits for
+    the collector (Uvicorn's own cycle lets go the same way)."""
+    import gc
+    import weakref
+
+    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+
+    made: list[weakref.ref[Any]] = []
+    base = uvicorn_protocol()
+
+    class Tracked(base):  # type: ignore[valid-type, misc]
+        def connection_made(self, transport: Any) -> None:
+            made.append(weakref.ref(self))
+            super().connection_made(transport)
+
+    gc.collect()
+    gc.disable()
+    try:
+        pieces = [b"POST /v1/chat HTTP/1.1\r\nhost: h\r\ncontent-length: 14\r\n\r\n" + _BODY]
+        for _ in range(3):
+            asyncio.run(_exchange(Tracked, pieces, until=b"read " + _BODY))
+        alive = [ref for ref in made if ref() is not None]
+    finally:
+        gc.enable()
+    assert len(made) == 3
+    assert alive == []
