@@ -23,8 +23,8 @@ steps, which takes the bare app to about 104,000 instructions and a mockllm chat
 
 The protocol methods that make and feed a cycle are in :class:`LeanRequests`, mixed into the
 protocol class by :func:`mockllm.server.uvicorn_protocol.uvicorn_protocol` only on the Uvicorn
-release whose methods they replace they were checked against (the digests of their source); any
-other Uvicorn serves with its own cycle."""
+release they were checked against (the digests of the source of the methods they replace or rely
+on); any other Uvicorn serves with its own cycle."""
 
 from __future__ import annotations
 
@@ -189,10 +189,7 @@ class LeanCycle:
                 protocol.logger.error("ASGI callable returned without completing response.")
                 self.transport.close()
         finally:
-            finished = protocol.__dict__.get("_lean_finished")
-            if finished is None:
-                finished = protocol._lean_finished = _Finished(protocol)
-            self.protocol = finished
+            self.protocol = protocol.finished()
 
     async def send_500_response(self) -> None:
         await self.send(
@@ -293,6 +290,14 @@ class LeanRequests(_Base):
     """The protocol's per-request methods, making a :class:`LeanCycle` for each request."""
 
     _upgrading = False
+    _finished: _Finished | None = None
+
+    def finished(self) -> _Finished:
+        """What this connection's cycles keep of it once their apps have returned (one per connection)."""
+        finished = self._finished
+        if finished is None:
+            finished = self._finished = _Finished(self)
+        return finished
 
     def on_message_begin(self) -> None:
         self.url = b""
@@ -395,11 +400,11 @@ class LeanRequests(_Base):
         if self.logger.level <= TRACE_LOG_LEVEL:
             prefix = f"{self.client[0]}:{self.client[1]} - " if self.client else ""
             self.logger.log(TRACE_LOG_LEVEL, "%sHTTP connection lost", prefix)
-        cycle = self.cycle
+        cycle: LeanCycle | None = self.cycle  # type: ignore[assignment]
         if cycle is not None:
             if not cycle.response_complete:
                 cycle.disconnected = True
-            cycle.wake()  # type: ignore[attr-defined]
+            cycle.wake()
         if self.flow is not None:
             self.flow.resume_writing()
         if exc is None:

@@ -22,8 +22,9 @@ cancels it when the next request arrives: a timer made and dropped per request (
 uvloop here). Here the timer is armed once; when it fires it closes the connection if it has been
 idle for the whole keep-alive timeout, and otherwise waits for what is left of it.
 
-Both replace Uvicorn methods, so each is used only with a Uvicorn whose methods it replaces are the
-ones it was checked against (the digests of their source); any other Uvicorn serves with its own."""
+The lean cycle and the one timer replace Uvicorn methods, so each is used only with a Uvicorn whose
+methods it replaces or relies on are the ones it was checked against (the digests of their source);
+any other Uvicorn serves with its own."""
 
 from __future__ import annotations
 
