@@ -250,6 +250,24 @@ class _Socketless:
 _DEFAULT_HEADERS = [(b"date", b"Fri, 27 Nov 2026 07:00:00 GMT"), (b"server", b"uvicorn")]
 
 
+def _protocol_for(transport: _Socketless, defaults: list[tuple[bytes, bytes]], access_log: bool = False) -> Any:
+    """What a protocol gives the :class:`LeanCycle` it makes, and no more: its transport, flow control,
+    loggers and Uvicorn's own headers (``server_state.default_headers``)."""
+    import logging
+    from types import SimpleNamespace
+
+    from uvicorn.protocols.http.flow_control import FlowControl
+
+    return SimpleNamespace(
+        transport=transport,
+        flow=FlowControl(transport),
+        server_state=SimpleNamespace(default_headers=list(defaults)),
+        logger=logging.getLogger("test"),
+        access_logger=logging.getLogger("test.access"),
+        access_log=access_log,
+    )
+
+
 def _start(
     cycle_class: type[Any],
     headers: list[tuple[Any, Any]],
@@ -264,7 +282,6 @@ def _start(
     """The head a cycle of ``cycle_class`` writes for one response start, and its state afterwards
     (or the error it raised). ``defaults``: Uvicorn's own headers (date, server, configured ones)."""
     import logging
-    from types import SimpleNamespace
 
     from uvicorn.protocols.http.flow_control import FlowControl
 
@@ -278,15 +295,7 @@ def _start(
         "client": ("127.0.0.1", 50000),
     }
     if cycle_class is LeanCycle:  # made by its protocol: what the protocol gives it, and no more
-        protocol = SimpleNamespace(
-            transport=transport,
-            flow=FlowControl(transport),
-            server_state=SimpleNamespace(default_headers=list(defaults)),
-            logger=logging.getLogger("test"),
-            access_logger=logging.getLogger("test.access"),
-            access_log=access_log,
-        )
-        cycle = LeanCycle(protocol, scope, keep_alive, True)  # type: ignore[arg-type]
+        cycle = LeanCycle(_protocol_for(transport, defaults, access_log), scope, keep_alive, True)
     else:
         cycle = cycle_class(
             scope=scope,
@@ -580,31 +589,41 @@ async def _exchange(protocol: Any, pieces: list[bytes], *, until: bytes, hang_up
 
 
 _BODY = b'{"model": "m"}'
-_EXCHANGES = {
-    "a query and an escaped path": [
-        b"POST /v1/a%20b?x=1&y=%20 HTTP/1.1\r\nhost: h\r\ncontent-length: 14\r\n\r\n" + _BODY
-    ],
-    "a body in three parts": [
-        b"POST /v1/chat HTTP/1.1\r\nhost: h\r\ncontent-length: 14\r\n\r\n",
-        _BODY[:5],
-        _BODY[5:],
-    ],
-    "a chunked body": [
-        b"POST /v1/chat HTTP/1.1\r\nhost: h\r\ntransfer-encoding: chunked\r\n\r\n5\r\n" + _BODY[:5] + b"\r\n",
-        b"9\r\n" + _BODY[5:] + b"\r\n0\r\n\r\n",
-    ],
-    "HTTP/1.0": [b"GET /old?q HTTP/1.0\r\nhost: h\r\n\r\n"],
-    "an absolute target": [b"GET http://example.com/p/q?r=1 HTTP/1.1\r\nhost: example.com\r\n\r\n"],
-    "a fragment": [b"GET /p#frag HTTP/1.1\r\nhost: h\r\n\r\n"],
-    "two requests pipelined": [
-        b"POST /one HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\n\r\n1"
-        b"POST /two HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\n\r\n2"
-    ],
-    "a target of 64 KiB": [b"GET /" + b"a" * 65535 + b" HTTP/1.1\r\nhost: h\r\n\r\n"],  # refused by both
-    "expect 100-continue": [
-        b"POST /v1/chat HTTP/1.1\r\nhost: h\r\nexpect: 100-continue\r\ncontent-length: 14\r\n\r\n",
-        _BODY,
-    ],
+_READ = b"read " + _BODY  # the end of the answer to a request with _BODY
+_EXCHANGES: dict[str, tuple[list[bytes], bytes]] = {  # what the client writes, and how its answer ends
+    "a query and an escaped path": (
+        [b"POST /v1/a%20b?x=1&y=%20 HTTP/1.1\r\nhost: h\r\ncontent-length: 14\r\n\r\n" + _BODY],
+        _READ,
+    ),
+    "a body in three parts": (
+        [b"POST /v1/chat HTTP/1.1\r\nhost: h\r\ncontent-length: 14\r\n\r\n", _BODY[:5], _BODY[5:]],
+        _READ,
+    ),
+    "a chunked body": (
+        [
+            b"POST /v1/chat HTTP/1.1\r\nhost: h\r\ntransfer-encoding: chunked\r\n\r\n5\r\n" + _BODY[:5] + b"\r\n",
+            b"9\r\n" + _BODY[5:] + b"\r\n0\r\n\r\n",
+        ],
+        _READ,
+    ),
+    "HTTP/1.0": ([b"GET /old?q HTTP/1.0\r\nhost: h\r\n\r\n"], b"read "),
+    "an absolute target": ([b"GET http://example.com/p/q?r=1 HTTP/1.1\r\nhost: example.com\r\n\r\n"], b"read "),
+    "a fragment": ([b"GET /p#frag HTTP/1.1\r\nhost: h\r\n\r\n"], b"read "),
+    "two requests pipelined": (
+        [
+            b"POST /one HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\n\r\n1"
+            b"POST /two HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\n\r\n2"
+        ],
+        b"read 2",
+    ),
+    "a target of 64 KiB": (  # refused by both
+        [b"GET /" + b"a" * 65535 + b" HTTP/1.1\r\nhost: h\r\n\r\n"],
+        b"Invalid HTTP request received.",
+    ),
+    "expect 100-continue": (
+        [b"POST /v1/chat HTTP/1.1\r\nhost: h\r\nexpect: 100-continue\r\ncontent-length: 14\r\n\r\n", _BODY],
+        _READ,
+    ),
 }
 
 
@@ -614,10 +633,7 @@ def test_the_lean_cycle_gives_the_app_and_the_client_what_uvicorn_gives(case: st
 
     from mockllm.server.uvicorn_protocol import uvicorn_protocol
 
-    pieces = _EXCHANGES[case]
-    until = b"read 2" if "pipelined" in case else (b"read " + _BODY if b"content-length: 14" in pieces[0] else b"read ")
-    if "64 KiB" in case:
-        until = b"Invalid HTTP request received."
+    pieces, until = _EXCHANGES[case]
     stock = asyncio.run(_exchange(HttpToolsProtocol, pieces, until=until))
     lean = asyncio.run(_exchange(uvicorn_protocol(), pieces, until=until))
     assert lean == stock
@@ -643,18 +659,11 @@ def test_the_lean_cycle_tells_the_app_when_the_client_hangs_up_as_uvicorn_does()
 def test_a_slow_answer_is_dated_when_its_request_came_as_on_uvicorn() -> None:
     """Uvicorn's own headers (its date, renewed every second) are the ones of the moment the request
     arrived, however long the app takes to start the answer."""
-    from types import SimpleNamespace
-
-    from uvicorn.protocols.http.flow_control import FlowControl
-
     arrived = [(b"date", b"Fri, 27 Nov 2026 07:00:00 GMT"), (b"server", b"uvicorn")]
     transport = _Socketless()
-    server_state = SimpleNamespace(default_headers=arrived)
-    protocol = SimpleNamespace(
-        transport=transport, flow=FlowControl(transport), server_state=server_state, access_log=False
-    )
-    cycle = LeanCycle(protocol, {"method": "POST"}, True, False)  # type: ignore[arg-type]
-    server_state.default_headers = [(b"date", b"Fri, 27 Nov 2026 07:00:03 GMT"), (b"server", b"uvicorn")]
+    protocol = _protocol_for(transport, arrived)
+    cycle = LeanCycle(protocol, {"method": "POST"}, True, False)
+    protocol.server_state.default_headers = [(b"date", b"Fri, 27 Nov 2026 07:00:03 GMT"), (b"server", b"uvicorn")]
     start = {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]}
     asyncio.run(cycle.send(start))
     assert b"date: Fri, 27 Nov 2026 07:00:00 GMT\r\n" in transport.writes[0]
@@ -681,7 +690,7 @@ def test_a_closed_connection_is_freed_without_the_garbage_collector() -> None:
     try:
         pieces = [b"POST /v1/chat HTTP/1.1\r\nhost: h\r\ncontent-length: 14\r\n\r\n" + _BODY]
         for _ in range(3):
-            asyncio.run(_exchange(Tracked, pieces, until=b"read " + _BODY))
+            asyncio.run(_exchange(Tracked, pieces, until=_READ))
         alive = [ref for ref in made if ref() is not None]
     finally:
         gc.enable()
