@@ -1,13 +1,14 @@
-"""`--server uvicorn` runs Uvicorn's protocol made cheaper per response (server/uvicorn_protocol.py):
-each response's head and body in one write, and the head written with its headers checked once per
-response instead of twice per header.
+"""`--server uvicorn` runs Uvicorn's protocol made cheaper per request (server/uvicorn_protocol.py):
+each response's head and body in one write, mockllm's own leaner request cycle, and the head written
+with its headers checked once per response instead of twice per header.
 
 Uvicorn writes a response's status line and headers as soon as the app starts the response and the
 body in a second write. The transport mockllm gives Uvicorn's protocol holds a write until the next
 one or the end of the event loop's turn. These tests run the real Uvicorn protocol on a real socket
 and count what reaches the socket: the transport under the joined one is wrapped to record its
-writes, and passes each on. The lean head is compared byte for byte, and state for state, with the
-head Uvicorn's own code writes for the same response start."""
+writes, and passes each on. The lean request cycle (server/uvicorn_cycle.py) is compared with
+Uvicorn's own: its head byte for byte and state for state for the same response start, and, over
+real sockets, what the app receives and the client reads for the same raw requests."""
 
 from __future__ import annotations
 
@@ -395,14 +396,25 @@ def test_the_lean_head_reads_uvicorns_own_headers_as_uvicorn_does(
 
 
 @pytest.mark.parametrize("case", ["access log", "disconnected"])
-def test_the_lean_head_logs_and_skips_as_uvicorn_does(case: str) -> None:
+def test_the_lean_head_logs_and_skips_as_uvicorn_does(case: str, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
     from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
     flags = {"access_log": case == "access log", "disconnected": case == "disconnected"}
     headers = _MOCKLLM_HEAD
-    stock = _start(RequestResponseCycle, headers, 200, "POST", True, **flags)
-    assert _start(LeanCycle, headers, 200, "POST", True, **flags) == stock
+    logged: list[list[str]] = []
+    results = []
+    for cycle_class in (RequestResponseCycle, LeanCycle):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="test.access"):
+            results.append(_start(cycle_class, headers, 200, "POST", True, **flags))
+        logged.append([r.getMessage() for r in caplog.records if r.name == "test.access"])
+    stock, lean = results
+    assert lean == stock
     assert stock[0] == ([] if case == "disconnected" else stock[0])
+    assert logged[1] == logged[0]  # the access log line, word for word
+    assert logged[0] == (['127.0.0.1:50000 - "POST /v1/chat/completions HTTP/1.1" 200'] if case == "access log" else [])
 
 
 def test_the_lean_head_serves_only_on_the_uvicorn_it_was_checked_against() -> None:
