@@ -197,6 +197,8 @@ def test_rss_returns_near_its_start_after_reset(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def test_a_capture_from_a_credential_header_is_masked_in_the_conversations_view(serve: Serve) -> None:
