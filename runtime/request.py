@@ -8,13 +8,14 @@ from typing import Any, Literal
 import attrs
 
 from mockllm.dsl.providers import Provider as Provider  # the language's provider names: one list
+from mockllm.runtime.values import fast_frozen
 
 Role = Literal["system", "user", "assistant", "tool"]
 #: What a request asks for, whatever the provider's path: the `endpoint is "embeddings"` names.
 Operation = Literal["chat", "embeddings", "moderations"]
 
 
-@attrs.frozen
+@fast_frozen
 class HttpRequest:
     """What the server hands an adapter: the HTTP request, already read, nothing parsed."""
 
@@ -26,7 +27,7 @@ class HttpRequest:
     path_params: Mapping[str, str] = attrs.field(factory=dict)
 
 
-@attrs.frozen
+@fast_frozen
 class ToolCall:
     """A tool call the assistant made earlier in the history."""
 
@@ -35,7 +36,7 @@ class ToolCall:
     arguments: Any  # parsed JSON when it parses, else the raw string
 
 
-@attrs.frozen
+@fast_frozen
 class ToolResult:
     """A result returned for a tool call. ``name`` is resolved from the call when the wire lacks it."""
 
@@ -45,7 +46,7 @@ class ToolResult:
     is_error: bool = False
 
 
-@attrs.frozen
+@fast_frozen
 class Message:
     """One normalised message. Tool results are messages of role ``tool`` (one per result), so a
     provider turn mixing tool results and text becomes several messages, results first."""
@@ -57,14 +58,14 @@ class Message:
     index: int = 0  # position of the originating message/turn in the wire request
 
 
-@attrs.frozen
+@fast_frozen
 class Tool:
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = attrs.field(factory=dict)  # JSON Schema, lower-case types
 
 
-@attrs.frozen
+@fast_frozen
 class ChatRequest:
     provider: Provider
     endpoint: str  # the request path

@@ -19,6 +19,7 @@ import attrs
 from mockllm.dsl.machines.compiled import START
 from mockllm.runtime.clock import Clock
 from mockllm.runtime.request import ChatRequest, Message, Tool
+from mockllm.runtime.values import fast_frozen
 
 CONVERSATION_HEADER = "x-mockllm-conversation"
 
@@ -79,7 +80,7 @@ def conversation_key(chat: ChatRequest) -> str:
     return fingerprint(chat)
 
 
-@attrs.frozen
+@fast_frozen
 class MachineState:
     """One machine's state in one conversation. ``generation`` ties it to the machine definition it
     was built for: a reloaded, changed machine starts afresh."""
@@ -261,7 +262,7 @@ class ConversationTable(_Bounded[Conversation]):
         return iter(self.snapshot())
 
 
-@attrs.frozen
+@fast_frozen
 class StoredResponse:
     conversation: str
     history: tuple[Message, ...]  # the request's messages and the assistant reply

@@ -59,6 +59,7 @@ from mockllm.runtime.reply.inputs import default_plan, plan_inputs
 from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
 from mockllm.runtime.request import ChatRequest, Message, ToolCall, resolve_tool_names
+from mockllm.runtime.values import fast_frozen
 
 ECHO_BLOCK = ReplyBlock((Echo(),))
 EXPECTATION_PREFIX = "mockllm: expectation failed"
@@ -241,7 +242,7 @@ class _Loaded:
         return self.initial[mi]
 
 
-@attrs.frozen
+@fast_frozen
 class _Selection:
     machine: Machine | None = None
     machine_index: int = -1
@@ -369,7 +370,7 @@ def response_id(seed: str, issued: int) -> str:
     return ((_ID_BASE + issued * _ID_STEP) & _ID_MASK).to_bytes(_ID_BITS // 8, "big").hex()
 
 
-@attrs.frozen
+@fast_frozen
 class Turn:
     """What one request does (:meth:`Engine.turn`): the outcome, the journal entry, the step used
     (machine, generation, step index) and the response to keep for a later turn (id, response)."""

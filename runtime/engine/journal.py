@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from mockllm.runtime.engine.outcome import NoMatchReport
+from mockllm.runtime.values import fast_frozen
 
 _TRUTH = ("false", "true")
 _json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -40,7 +41,7 @@ def _text(value: str | None) -> str:
     return "null" if value is None else encode_basestring(str(value))
 
 
-@attrs.frozen
+@fast_frozen
 class Delivery:
     """How one answer went: the HTTP status the client received (0: none, it gave up first), whether
     it went away, and what happened on the way (a hang's end, a cut stream …)."""

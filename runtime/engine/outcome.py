@@ -9,6 +9,7 @@ import attrs
 
 from mockllm.dsl.span import NO_SPAN, Span
 from mockllm.runtime.reply.plan import Plan
+from mockllm.runtime.values import fast_frozen
 
 
 @attrs.frozen
@@ -81,7 +82,7 @@ def _verdicts(items: Any) -> tuple[FailedCondition, ...]:
     return tuple(FailedCondition(str(f["condition"]), str(f["seen"]), bool(f.get("holds", False))) for f in items)
 
 
-@attrs.frozen
+@fast_frozen
 class Outcome:
     conversation: str
     entry_id: int  # its journal entry, which the server settles with how the answer went

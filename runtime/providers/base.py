@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-import attrs
-
 from mockllm.errors import ProviderError as ProviderError  # what adapters raise; re-exported for them
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
+from mockllm.runtime.values import fast_frozen
 
 
-@attrs.frozen
+@fast_frozen
 class Frame:
     """One streamed event (SSE event or NDJSON line), exact bytes. ``content`` frames carry a piece of
     text, thinking or tool arguments: they are what `N chunks` counts and what spacing separates."""
@@ -21,7 +20,7 @@ class Frame:
     content: bool = False
 
 
-@attrs.frozen
+@fast_frozen
 class Rendered:
     status: int
     media_type: str
@@ -34,7 +33,7 @@ class Rendered:
         return self.frames is not None
 
 
-@attrs.frozen
+@fast_frozen
 class RenderContext:
     """Per-response values the adapter must not invent itself (so output is deterministic)."""
 

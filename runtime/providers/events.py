@@ -23,64 +23,63 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-import attrs
-
 from mockllm.runtime.providers.base import Frame
 from mockllm.runtime.providers.common import pieces
 from mockllm.runtime.reply.plan import FinishReason, MessagePlan, PlannedToolCall
+from mockllm.runtime.values import fast_frozen
 
 
-@attrs.frozen
+@fast_frozen
 class Start:
     """The answer begins (OpenAI's role chunk, Anthropic's ``message_start``)."""
 
 
-@attrs.frozen
+@fast_frozen
 class ThinkingStart:
     """A thinking block begins."""
 
 
-@attrs.frozen
+@fast_frozen
 class ThinkingDelta:
     """A piece of thinking: content."""
 
     text: str
 
 
-@attrs.frozen
+@fast_frozen
 class ThinkingEnd:
     """The thinking block ends; ``text`` is all of it."""
 
     text: str
 
 
-@attrs.frozen
+@fast_frozen
 class TextStart:
     """The answer's text begins (sent even when there is no text: framers decide whether to show it)."""
 
 
-@attrs.frozen
+@fast_frozen
 class TextDelta:
     """A piece of the answer's text: content."""
 
     text: str
 
 
-@attrs.frozen
+@fast_frozen
 class TextEnd:
     """The text ends; ``text`` is all of it."""
 
     text: str
 
 
-@attrs.frozen
+@fast_frozen
 class Refusal:
     """The whole refusal (framers split it themselves where their API streams it in pieces)."""
 
     text: str
 
 
-@attrs.frozen
+@fast_frozen
 class ToolCallStart:
     """Tool call ``index`` begins (its id and name are known)."""
 
@@ -88,7 +87,7 @@ class ToolCallStart:
     call: PlannedToolCall
 
 
-@attrs.frozen
+@fast_frozen
 class ToolArgsDelta:
     """A fragment of call ``index``'s arguments JSON: content. The fragments join to ``call.arguments_json``."""
 
@@ -97,7 +96,7 @@ class ToolArgsDelta:
     text: str
 
 
-@attrs.frozen
+@fast_frozen
 class ToolCallEnd:
     """Tool call ``index`` is complete (APIs that send calls whole send it here)."""
 
@@ -105,14 +104,14 @@ class ToolCallEnd:
     call: PlannedToolCall
 
 
-@attrs.frozen
+@fast_frozen
 class Finish:
     """Why the answer ended."""
 
     reason: FinishReason
 
 
-@attrs.frozen
+@fast_frozen
 class Usage:
     """The token counts of the exchange."""
 
@@ -120,7 +119,7 @@ class Usage:
     output_tokens: int
 
 
-@attrs.frozen
+@fast_frozen
 class End:
     """Nothing follows (OpenAI's ``[DONE]``, Anthropic's ``message_stop``)."""
 

@@ -9,10 +9,12 @@ from typing import Any, Literal
 
 import attrs
 
+from mockllm.runtime.values import fast_frozen
+
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
 
 
-@attrs.frozen
+@fast_frozen
 class PlannedToolCall:
     name: str
     arguments: Any  # the JSON value
@@ -26,7 +28,7 @@ class PlannedToolCall:
         return self.explicit_id if self.explicit_id is not None else prefix + self.key[:length]
 
 
-@attrs.frozen
+@fast_frozen
 class MessagePlan:
     """A normal answer -- text, thinking, a refusal, tool calls -- sent whole or streamed, with the
     stream's faults. The only shape adapters render (``Adapter.render``)."""

@@ -21,6 +21,7 @@ from mockllm.runtime.reply.ids import call_key
 from mockllm.runtime.reply.plan import ErrorPlan, FinishReason, HangPlan, MessagePlan, Plan, PlannedToolCall, RawPlan
 from mockllm.runtime.reply.tokens import estimate
 from mockllm.runtime.request import ChatRequest
+from mockllm.runtime.values import fast_frozen
 
 _WORD = re.compile(r"\s*\S+")
 
@@ -142,7 +143,7 @@ def retry_headers(seconds: float) -> tuple[tuple[str, str], ...]:
     return (("retry-after", str(whole)), ("retry-after-ms", str(ms)))
 
 
-@attrs.frozen
+@fast_frozen
 class _Call:
     """A tool call of the reply, resolved but not yet keyed (its key depends on the history)."""
 
@@ -154,7 +155,7 @@ class _Call:
     explicit_id: str | None
 
 
-@attrs.frozen
+@fast_frozen
 class _Resolved:
     """A reply block resolved for one request, short of what depends on the request alone: the model,
     the prompt-token estimate (``input_tokens`` None: estimate it) and the tool-call keys. A block that
