@@ -11,11 +11,11 @@ import contextlib
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol
 
-import attrs
 from starlette.types import Receive, Send
 
 from mockllm.runtime.clock import Clock
 from mockllm.runtime.providers.base import Frame
+from mockllm.runtime.values import fast_frozen
 from mockllm.server.options import Sleep
 
 Ending = Literal["complete", "disconnect", "stream_error", "client_gone"]
@@ -32,7 +32,7 @@ class Sink(Protocol):
         ...
 
 
-@attrs.frozen
+@fast_frozen
 class Faults:
     """What the script asked to go wrong mid-stream, counted in content frames."""
 
@@ -41,7 +41,7 @@ class Faults:
     error_frame: bytes = b""
 
 
-@attrs.frozen
+@fast_frozen
 class StreamResult:
     ending: Ending
     content_sent: int  # content frames the client was sent

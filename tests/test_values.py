@@ -11,20 +11,28 @@ from pathlib import Path
 import attrs
 import pytest
 
+from mockllm.runtime.echo.answer import EchoAnswer
+from mockllm.runtime.echo.naming import Words
+from mockllm.runtime.echo.schema_args import _Ctx
 from mockllm.runtime.engine.conversations import MachineState, StoredResponse
 from mockllm.runtime.engine.engine import Turn, _Selection
 from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, RenderContext, Rendered
+from mockllm.runtime.providers.common import FieldPath, WireTurn
+from mockllm.runtime.providers.eventstream import EventMessage
+from mockllm.runtime.providers.gemini import _Target
+from mockllm.runtime.providers.responses import _Parsed
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.reply.planner import _Call, _Resolved
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Tool, ToolCall, ToolResult
 from mockllm.runtime.values import fast_frozen
+from mockllm.server.streaming import Faults, StreamResult
 
 VALUES = Path(__file__).resolve().parents[1] / "runtime" / "values.py"
 
-#: every class of the request path built per request (a stream's events per chunk), so declared with fast_frozen
+#: every class of the request path built per request (a stream's events per chunk): declared with fast_frozen
 STREAM_EVENTS = tuple(
     c for c in vars(events).values() if isinstance(c, type) and attrs.has(c) and c.__module__ == events.__name__
 )
@@ -49,6 +57,16 @@ REQUEST_PATH = (
     RenderContext,
     PlannedToolCall,
     MessagePlan,
+    FieldPath,
+    WireTurn,
+    EventMessage,
+    _Target,
+    _Parsed,
+    EchoAnswer,
+    Words,
+    _Ctx,
+    Faults,
+    StreamResult,
 )
 
 

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from mockllm.runtime.echo.naming import mention, words_of
 from mockllm.runtime.echo.schema_args import generate
 from mockllm.runtime.request import ChatRequest, Tool
+from mockllm.runtime.values import fast_frozen
 
 
-@attrs.frozen
+@fast_frozen
 class EchoAnswer:
     text: str
     tool_calls: tuple[tuple[str, Any], ...] = ()  # (tool name, arguments JSON value)

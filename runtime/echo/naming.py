@@ -21,7 +21,7 @@ ordered as the text names them.
 
 from __future__ import annotations
 
-import attrs
+from mockllm.runtime.values import fast_frozen
 
 OPTIONAL_LEADING_VERBS = frozenset({"get", "fetch", "retrieve", "lookup"})
 
@@ -87,7 +87,7 @@ def stem(word: str) -> str:
     return w
 
 
-@attrs.frozen
+@fast_frozen
 class Words:
     """A text split for matching: stemmed words, and the run-together chunks with the index of the
     word each one ends at."""

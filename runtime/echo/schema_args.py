@@ -52,11 +52,12 @@ from mockllm.runtime.echo.schema_refs import Resolver
 from mockllm.runtime.echo.schema_regex import pattern_candidates, search
 from mockllm.runtime.echo.schema_scalars import number_value, string_value
 from mockllm.runtime.echo.schema_values import name_string, singular, string_variants
+from mockllm.runtime.values import fast_frozen
 
 __all__ = ["generate", "is_valid", "pattern_candidates"]
 
 
-@attrs.frozen
+@fast_frozen
 class _Ctx:
     """Where generation stands: the references followed so far, the depth, and whether to build the
     smallest value (required properties only, null where allowed)."""

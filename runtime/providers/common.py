@@ -14,11 +14,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
-import attrs
-
 from mockllm.dsl.jsontext import lone_surrogate, replace_lone_surrogates
 from mockllm.runtime.providers.base import Frame, ProviderError, Rendered
 from mockllm.runtime.request import Message, ToolCall, ToolResult
+from mockllm.runtime.values import fast_frozen
 
 JSON_MEDIA = "application/json"
 SSE_MEDIA = "text/event-stream"
@@ -144,7 +143,7 @@ def parse_json_arguments(text: str) -> Any:
 # ---------------------------------------------------------------- field paths and type checks
 
 
-@attrs.frozen
+@fast_frozen
 class FieldPath:
     """Where a value sits in the body: ``messages[2].content`` (``dotted=False``, OpenAI/Gemini
     style) or ``messages.2.content`` (``dotted=True``, Anthropic style)."""
@@ -509,7 +508,7 @@ def error_type_for(status: int, table: Mapping[int, str], client_default: str, s
 # ---------------------------------------------------------------- turns of block-content APIs
 
 
-@attrs.frozen
+@fast_frozen
 class WireTurn:
     """One wire message of an API whose content is a list of blocks (Anthropic, Bedrock Converse), read:
     its text, its tool calls (assistant) or tool results (user)."""

@@ -16,9 +16,8 @@ import struct
 import zlib
 from collections.abc import Iterator, Sequence
 
-import attrs
-
 from mockllm.errors import MockllmError
+from mockllm.runtime.values import fast_frozen
 
 MEDIA_TYPE = "application/vnd.amazon.eventstream"
 
@@ -31,7 +30,7 @@ class EventStreamError(MockllmError):
     """Bytes that are not a well-formed event-stream message."""
 
 
-@attrs.frozen
+@fast_frozen
 class EventMessage:
     headers: tuple[tuple[str, str], ...]
     payload: bytes

@@ -20,6 +20,7 @@ from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import gemini_response_id
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
+from mockllm.runtime.values import fast_frozen
 
 __all__ = ["GeminiAdapter", "count_tokens", "json_schema", "models_response", "status_name"]
 
@@ -106,7 +107,7 @@ _bad, _list, _load_body, _obj, _opt_str = FIELDS.bad, FIELDS.array, FIELDS.load_
 # ---- request ----
 
 
-@attrs.frozen
+@fast_frozen
 class _Target:
     model: str
     method: str

@@ -33,6 +33,7 @@ from mockllm.runtime.request import (
     ToolResult,
     resolve_tool_names,
 )
+from mockllm.runtime.values import fast_frozen
 
 __all__ = ["ResponsesAdapter", "resolve_tool_names"]
 
@@ -146,7 +147,7 @@ def _content_text(content: Any, param: str, allow_refusal: bool = True) -> str:
     return "\n".join(texts)
 
 
-@attrs.frozen
+@fast_frozen
 class _Parsed:
     messages: tuple[Message, ...]
     system: tuple[str, ...]
