@@ -20,7 +20,7 @@ from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, RenderContext, Rendered
-from mockllm.runtime.providers.common import FieldPath, WireTurn
+from mockllm.runtime.providers.common import WireTurn
 from mockllm.runtime.providers.eventstream import EventMessage
 from mockllm.runtime.providers.gemini import _Target
 from mockllm.runtime.providers.responses import _Parsed
@@ -57,7 +57,6 @@ REQUEST_PATH = (
     RenderContext,
     PlannedToolCall,
     MessagePlan,
-    FieldPath,
     WireTurn,
     EventMessage,
     _Target,
@@ -116,6 +115,8 @@ def test_request_path_values_are_built_without_the_setattr_guard(cls: type) -> N
     assert attrs.has(cls)
     assert "__slots__" in cls.__dict__
     assert cls.__setattr__ is object.__setattr__, f"{cls.__name__} has a setattr guard: declare it @fast_frozen"
+    # and not merely mutable (attrs.define): mypy sees attrs.frozen only through fast_frozen
+    assert cls.__dict__.get("__fast_frozen__") is True, f"{cls.__name__} is not declared @fast_frozen"
 
 
 def test_equality_hash_and_repr_are_attrs_frozen_ones() -> None:
@@ -143,6 +144,19 @@ def test_eq_false_keeps_identity_equality_and_hash() -> None:
     assert one != other
     assert hash(one) == object.__hash__(one)
     assert len({one, other}) == 2
+
+
+def test_options_that_would_break_the_promise_are_refused() -> None:
+    with pytest.raises(TypeError, match="no frozen= option"):
+        fast_frozen(frozen=True)
+    with pytest.raises(TypeError, match="defines __eq__ or __hash__"):
+
+        @fast_frozen
+        class OwnEquality:
+            name: str
+
+            def __eq__(self, other: object) -> bool:
+                return True
 
 
 def test_a_real_request_value_hashes_by_value() -> None:

@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
+import attrs
+
 from mockllm.dsl.jsontext import lone_surrogate, replace_lone_surrogates
 from mockllm.runtime.providers.base import Frame, ProviderError, Rendered
 from mockllm.runtime.request import Message, ToolCall, ToolResult
@@ -143,7 +145,7 @@ def parse_json_arguments(text: str) -> Any:
 # ---------------------------------------------------------------- field paths and type checks
 
 
-@fast_frozen
+@attrs.frozen
 class FieldPath:
     """Where a value sits in the body: ``messages[2].content`` (``dotted=False``, OpenAI/Gemini
     style) or ``messages.2.content`` (``dotted=True``, Anthropic style)."""
