@@ -49,6 +49,7 @@ from mockllm.runtime.engine.conversations import Conversation, StoredResponse, s
 from mockllm.runtime.engine.engine import continued, response_id
 from mockllm.runtime.engine.journal import DEFAULT_ENTRY_BODY_BYTES, Delivery, JournalEntry
 from mockllm.runtime.engine.outcome import Outcome
+from mockllm.runtime.jsonout import compact_encoder
 from mockllm.server.posted import Posted, merged
 from mockllm.server.store import StateStore
 
@@ -66,8 +67,8 @@ CONNECTIONS = 64  # per process; more concurrent requests wait for one
 MAX_ATTEMPTS = 50  # conflicting commits of one request before it is answered 503
 MAX_BATCH = 64  # turns of one conversation committed together at most
 _T = TypeVar("_T")
-# one encoder for every value this store writes (json.dumps builds a new one per call when given options)
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+# one encoder for every value this store writes, built once (mockllm.runtime.jsonout)
+_encode = compact_encoder(default=str)
 
 # The version counter starts from the server's clock in microseconds when Redis has none (a fresh or
 # restarted Redis), so versions never repeat across restarts.

@@ -267,3 +267,27 @@ def test_an_entry_as_json_text_is_what_json_makes_of_it(index: int) -> None:
     entry = _entries()[index]
     made = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode(entry.to_json())
     assert entry.to_json_text() == made
+
+
+def test_entries_sharing_or_differing_in_their_parts_are_each_written_right() -> None:
+    """to_json_text keeps the text of the parts many entries share (where the request came, who
+    answered): one after the other, entries that differ in any one of those parts each get their own."""
+    import json
+
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+    base = _entries()
+    variants = [
+        attrs.evolve(base[1], provider="anthropic"),
+        attrs.evolve(base[1], endpoint="/v1/messages"),
+        attrs.evolve(base[1], model="gpt-é"),
+        attrs.evolve(base[1], stream=True),
+        attrs.evolve(base[1], scenario="other"),
+        attrs.evolve(base[1], step="other"),
+        attrs.evolve(base[1], location=None),
+        attrs.evolve(base[0], fallback=True),
+        attrs.evolve(base[0], echo=True),
+        attrs.evolve(base[0], no_match=base[2].no_match),
+    ]
+    for _ in range(2):  # the second time, every part is already kept
+        for entry in [*base, *variants]:
+            assert entry.to_json_text() == encode(entry.to_json())

@@ -30,10 +30,23 @@ from typing import Any
 import attrs
 
 from mockllm.runtime.engine.outcome import NoMatchReport
+from mockllm.runtime.jsonout import compact_encoder
 from mockllm.runtime.values import fast_frozen
 
 _TRUTH = ("false", "true")
-_json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_json_text = compact_encoder(default=str)
+
+
+# JSON text of the parts of journal entries many share (see JournalEntry.to_json_text), by what they
+# are made of; forgotten all at once past _FRAGMENTS_LIMIT (a library of that many steps, or models)
+_FRAGMENTS: dict[tuple[Any, ...], str] = {}
+_FRAGMENTS_LIMIT = 4096
+
+
+def _keep(key: tuple[Any, ...], text: str) -> None:
+    if len(_FRAGMENTS) >= _FRAGMENTS_LIMIT:
+        _FRAGMENTS.clear()
+    _FRAGMENTS[key] = text
 
 
 def _text(value: str | None) -> str:
@@ -174,29 +187,46 @@ class JournalEntry:
     def to_json_text(self) -> str:
         """:meth:`to_json` as compact JSON text (``separators=(",", ":")``, non-ASCII kept), the same
         text ``json`` makes of it, written directly: the shared state store writes one per request, and
-        through ``json`` the dict costs about four times as much."""
-        step = self.step
-        matched = (
-            "null"
-            if step is None
-            else f'{{"scenario":{_text(self.scenario)},"step":{_text(step)},"location":{_text(self.location)}}}'
-        )
+        through ``json`` the dict costs about four times as much. The parts one step's answers share
+        (where the request came, who answered) are written once and kept (:data:`_FRAGMENTS`)."""
+        fragments = _FRAGMENTS
+        asked = (self.provider, self.endpoint, self.model, self.stream)
+        request = fragments.get(asked)
+        if request is None:
+            request = (
+                f'"provider":{_text(self.provider)},"endpoint":{_text(self.endpoint)},"model":{_text(self.model)},'
+                f'"stream":{_TRUTH[bool(self.stream)]}'
+            )
+            _keep(asked, request)
+        who = (self.scenario, self.step, self.location, bool(self.fallback), bool(self.echo), self.no_match is None)
+        answer = fragments.get(who)
+        if answer is None:
+            step = self.step
+            matched = (
+                "null"
+                if step is None
+                else f'{{"scenario":{_text(self.scenario)},"step":{_text(step)},"location":{_text(self.location)}}}'
+            )
+            answer = (
+                f'"matched":{matched},"answered_by":{_text(self.answered_by)},'
+                f'"fallback":{_TRUTH[bool(self.fallback)]},"echo":{_TRUTH[bool(self.echo)]}'
+            )
+            _keep(who, answer)
         no_match = "null" if self.no_match is None else _json_text(self.no_match.to_json())
         body = "null" if self.body is None and self.body_text is None else _json_text(self._body_json())
         body_bytes = self.body_bytes
         time = self.time  # a finite float as json writes it; anything else through json
         when = repr(time) if type(time) is float and time - time == 0 else _json_text(time)
+        note = self.note
+        rejected = self.rejected
         return (
-            f'{{"id":{int(self.id)},"time":{when},'
-            f'"conversation":{_text(self.conversation)},'
-            f'"provider":{_text(self.provider)},"endpoint":{_text(self.endpoint)},"model":{_text(self.model)},'
-            f'"stream":{_TRUTH[bool(self.stream)]},"matched":{matched},"answered_by":{_text(self.answered_by)},'
-            f'"fallback":{_TRUTH[bool(self.fallback)]},"echo":{_TRUTH[bool(self.echo)]},"no_match":{no_match},'
-            f'"expectation_failed":{_text(self.expectation_failed)},"status":{int(self.status)},'
-            f'"client_gone":{_TRUTH[self.client_gone]},"note":{_text(self.note)},'
-            f'"response_id":{_text(self.response_id)},"body":{body},'
+            f'{{"id":{int(self.id)},"time":{when},"conversation":{_text(self.conversation)},{request},{answer},'
+            f'"no_match":{no_match},"expectation_failed":{_text(self.expectation_failed)},'
+            f'"status":{int(self.status)},"client_gone":{_TRUTH[self.client_gone]},'
+            f'"note":{"null" if note is None else _text(note)},"response_id":{_text(self.response_id)},"body":{body},'
             f'"body_bytes":{"null" if body_bytes is None else int(body_bytes)},'
-            f'"body_truncated":{_TRUTH[bool(self.body_truncated)]},"rejected":{_text(self.rejected)}}}'
+            f'"body_truncated":{_TRUTH[bool(self.body_truncated)]},'
+            f'"rejected":{"null" if rejected is None else _text(rejected)}}}'
         )
 
     def _body_json(self) -> Any:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import attrs
 
 from mockllm.dsl.jsontext import lone_surrogate, replace_lone_surrogates
+from mockllm.runtime.jsonout import compact_encoder
 from mockllm.runtime.providers.base import Frame, ProviderError, Rendered
 from mockllm.runtime.request import Message, ToolCall, ToolResult
 from mockllm.runtime.values import fast_frozen
@@ -31,15 +32,9 @@ V = TypeVar("V")
 # ---------------------------------------------------------------- JSON in and out
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # shared: built once, not per call
-_encode_string = json.encoder.encode_basestring  # the encoder's string writer when ensure_ascii is off
-
-
-def json_text(value: Any) -> str:
-    """Compact JSON, UTF-8 kept as is (what the real APIs send)."""
-    if type(value) is str:  # what the encoder does with a string, without its Python-level dispatch
-        return _encode_string(value)
-    return _ENCODER.encode(value)
+json_text: Callable[[Any], str] = compact_encoder()
+"""Compact JSON, UTF-8 kept as is (what the real APIs send): the encoder is built once
+(:mod:`mockllm.runtime.jsonout`)."""
 
 
 def json_bytes(value: Any) -> bytes:
