@@ -18,6 +18,7 @@ from google import genai
 from google.genai import types
 from google.oauth2.credentials import Credentials
 from mistralai.client import Mistral
+from sdk_clients import opened
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 QUESTION = "What is the weather in Lima?"
@@ -160,12 +161,14 @@ def gemini(url: str, stream: bool) -> Summary:
 
 def vertex_client(url: str) -> genai.Client:
     """google-genai with vertexai=True: project and location routes, an OAuth bearer token."""
-    return genai.Client(
-        vertexai=True,
-        project="my-project",
-        location="us-central1",
-        credentials=Credentials(token=KEY),
-        http_options=types.HttpOptions(base_url=url),
+    return opened(
+        genai.Client(
+            vertexai=True,
+            project="my-project",
+            location="us-central1",
+            credentials=Credentials(token=KEY),
+            http_options=types.HttpOptions(base_url=url),
+        )
     )
 
 
@@ -299,14 +302,16 @@ def mistral_chat(url: str, stream: bool) -> Summary:
 
 def bedrock_client(url: str) -> Any:
     """boto3's bedrock-runtime client (SigV4-signed: the key id and session token are on the wire)."""
-    return boto3.client(
-        "bedrock-runtime",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id=KEY,
-        aws_secret_access_key=SECRET,
-        aws_session_token=KEY,
-        config=botocore.config.Config(retries={"max_attempts": 1}),
+    return opened(
+        boto3.client(
+            "bedrock-runtime",
+            endpoint_url=url,
+            region_name="us-east-1",
+            aws_access_key_id=KEY,
+            aws_secret_access_key=SECRET,
+            aws_session_token=KEY,
+            config=botocore.config.Config(retries={"max_attempts": 1}),
+        )
     )
 
 

@@ -11,6 +11,7 @@ import anthropic
 import pytest
 import sdk_errors
 from sdk_bridge import adapter_client
+from sdk_clients import opened
 from strategies import any_messages_test
 
 from mockllm.runtime.providers import anthropic as adapter_module
@@ -398,7 +399,7 @@ def client_for(reply: Callable[[ChatRequest], Rendered]) -> tuple[anthropic.Anth
     """An SDK client whose transport runs the adapter on each real SDK request and answers with
     the rendered bytes."""
     http, seen = adapter_client(ADAPTER, reply)
-    return anthropic.Anthropic(api_key="k", base_url="http://mock", http_client=http, max_retries=0), seen
+    return opened(anthropic.Anthropic(api_key="k", base_url="http://mock", http_client=http, max_retries=0)), seen
 
 
 def plan_reply(plan: MessagePlan) -> Callable[[ChatRequest], Rendered]:

@@ -23,6 +23,7 @@ from pathlib import Path
 import attrs
 import pytest
 import yaml
+from sdk_clients import opened
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -152,7 +153,7 @@ def test_the_getting_started_no_match_report_is_real(tmp_path: Path, monkeypatch
     write_files("index.md", tmp_path)
     monkeypatch.chdir(tmp_path)
     with mockllm.serve("weather.mockllm") as server:
-        client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+        client = opened(openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0))
         with pytest.raises(openai.NotFoundError):
             question = [{"role": "user", "content": "What is the forecast for Paris?"}]
             client.chat.completions.create(model="gpt-4o", messages=question)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from anthropic import beta_tool
 from conftest import Serve
+from sdk_clients import opened
 
 # Separate scenarios, each answering one situation whatever came before, so a replayed history is
 # answered exactly like the threaded one.
@@ -70,7 +71,7 @@ def weather_runner(client: anthropic.Anthropic, stream: bool, on_weather: Callab
 
 
 def run_loop(url: str, on_weather: Callable[[], None] = lambda: None, stream: bool = False) -> Any:
-    client = anthropic.Anthropic(base_url=url, api_key="test", max_retries=0)
+    client = opened(anthropic.Anthropic(base_url=url, api_key="test", max_retries=0))
     return weather_runner(client, stream, on_weather).until_done()
 
 
@@ -106,7 +107,7 @@ def test_a_lost_thread_is_replayed_by_the_sdk(serve: Serve) -> None:
 
 def test_continue_from_an_unknown_message_answers_thread_not_found(serve: Serve) -> None:
     with serve(SCRIPT) as server:
-        client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0)
+        client = opened(anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0))
         with pytest.raises(anthropic.NotFoundError) as info:
             client.beta.messages.create(
                 model="claude-sonnet-4-5",

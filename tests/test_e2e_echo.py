@@ -21,6 +21,7 @@ import pytest
 from conftest import ServeText
 from google import genai
 from google.genai import types
+from sdk_clients import opened
 
 SCHEMAS = sorted(p for p in (Path(__file__).parent / "schemas").glob("*.json") if not p.name.startswith("gemini_"))
 
@@ -41,7 +42,7 @@ def echo_url(serve_text: ServeText) -> Iterator[str]:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_echoes_last_user_message(echo_url: str, stream: bool) -> None:
-    c = openai.OpenAI(base_url=echo_url + "/v1", api_key="k")
+    c = opened(openai.OpenAI(base_url=echo_url + "/v1", api_key="k"))
     if stream:
         pieces = [
             ch.choices[0].delta.content
@@ -59,7 +60,7 @@ def test_openai_echoes_last_user_message(echo_url: str, stream: bool) -> None:
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_every_other_provider_echoes(echo_url: str, stream: bool) -> None:
-    an = anthropic.Anthropic(base_url=echo_url, api_key="k")
+    an = opened(anthropic.Anthropic(base_url=echo_url, api_key="k"))
     msgs: Any = [m for m in HISTORY if m["role"] != "system"]
     if stream:
         with an.messages.stream(model="m", max_tokens=50, system="terse", messages=msgs) as s:
@@ -67,14 +68,14 @@ def test_every_other_provider_echoes(echo_url: str, stream: bool) -> None:
     else:
         assert an.messages.create(model="m", max_tokens=50, messages=msgs).content[0].text == LAST  # type: ignore[union-attr]
 
-    oa = openai.OpenAI(base_url=echo_url + "/v1", api_key="k")
+    oa = opened(openai.OpenAI(base_url=echo_url + "/v1", api_key="k"))
     if stream:
         with oa.responses.stream(model="m", input=msgs) as rs:
             assert rs.get_final_response().output_text == LAST
     else:
         assert oa.responses.create(model="m", input=msgs).output_text == LAST
 
-    ge = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=echo_url))
+    ge = opened(genai.Client(api_key="k", http_options=types.HttpOptions(base_url=echo_url)))
     contents = [
         types.Content(role="user", parts=[types.Part(text="First question")]),
         types.Content(role="model", parts=[types.Part(text="First answer")]),
@@ -86,7 +87,7 @@ def test_every_other_provider_echoes(echo_url: str, stream: bool) -> None:
         text = ge.models.generate_content(model="m", contents=contents).text or ""
     assert text == LAST
 
-    ol = ollama.Client(host=echo_url)
+    ol = opened(ollama.Client(host=echo_url))
     if stream:
         assert "".join(p.message.content or "" for p in ol.chat(model="m", messages=HISTORY, stream=True)) == LAST
     else:
@@ -110,7 +111,7 @@ def tool(name: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     ],
 )
 def test_tool_named_in_any_style_is_called(echo_url: str, wording: str) -> None:
-    c = openai.OpenAI(base_url=echo_url + "/v1", api_key="k")
+    c = opened(openai.OpenAI(base_url=echo_url + "/v1", api_key="k"))
     out = c.chat.completions.create(
         model="m",
         messages=[{"role": "user", "content": wording}],
@@ -123,7 +124,7 @@ def test_tool_named_in_any_style_is_called(echo_url: str, wording: str) -> None:
 
 
 def test_several_tools_called_in_parallel_in_the_order_named(echo_url: str) -> None:
-    c = openai.OpenAI(base_url=echo_url + "/v1", api_key="k")
+    c = opened(openai.OpenAI(base_url=echo_url + "/v1", api_key="k"))
     with c.chat.completions.stream(
         model="m",
         messages=[{"role": "user", "content": "get_time, then get_weather, and calculate the sum"}],
@@ -139,7 +140,7 @@ def test_several_tools_called_in_parallel_in_the_order_named(echo_url: str) -> N
 def test_arguments_validate_against_the_schema(echo_url: str, path: Path) -> None:
     """The arguments the SDK receives validate against the tool's schema (with format checks)."""
     schema = json.loads(path.read_text())
-    c = openai.OpenAI(base_url=echo_url + "/v1", api_key="k")
+    c = opened(openai.OpenAI(base_url=echo_url + "/v1", api_key="k"))
     with c.chat.completions.stream(
         model="m",
         messages=[{"role": "user", "content": "please call do_it"}],
@@ -155,7 +156,7 @@ def test_arguments_validate_against_the_schema(echo_url: str, path: Path) -> Non
 
 def test_anthropic_tool_input_validates(echo_url: str) -> None:
     schema = json.loads((Path(__file__).parent / "schemas" / "calendar_create_event.json").read_text())
-    c = anthropic.Anthropic(base_url=echo_url, api_key="k")
+    c = opened(anthropic.Anthropic(base_url=echo_url, api_key="k"))
     out = c.messages.create(
         model="m",
         max_tokens=100,
@@ -170,7 +171,7 @@ def test_anthropic_tool_input_validates(echo_url: str) -> None:
 def test_same_request_same_answer_across_conversations(echo_url: str) -> None:
     """The same request gets the same answer in any conversation; tool-call ids are stable within a
     conversation and turn but differ between conversations (an app storing calls by id never collides)."""
-    c = openai.OpenAI(base_url=echo_url + "/v1", api_key="k")
+    c = opened(openai.OpenAI(base_url=echo_url + "/v1", api_key="k"))
     schema = json.loads((Path(__file__).parent / "schemas" / "email_send_email.json").read_text())
     results = []
     ids = []
@@ -205,7 +206,7 @@ def test_agent_loop_with_real_tool_schemas_runs_to_completion(echo_url: str) -> 
         tool("get_time", {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}),
     ]
     impls = {"get_weather": lambda a: f"sunny in {a['city']}", "get_time": lambda a: f"noon in {a['timezone']}"}
-    c = openai.OpenAI(base_url=echo_url + "/v1", api_key="k")
+    c = opened(openai.OpenAI(base_url=echo_url + "/v1", api_key="k"))
     messages: list[Any] = [
         {"role": "user", "content": "What is the weather and the time in Paris? Use get weather and get time."}
     ]
@@ -236,14 +237,14 @@ def test_fresh_serve_with_no_scenarios_answers_every_provider() -> None:
         assert first.startswith("mockllm listening on http://127.0.0.1:")
         url = first.rsplit(" ", 1)[1]
         hi: Any = [{"role": "user", "content": "hello echo"}]
-        oa = openai.OpenAI(base_url=url + "/v1", api_key="k")
+        oa = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
         assert oa.chat.completions.create(model="m", messages=hi).choices[0].message.content == "hello echo"
         assert oa.responses.create(model="m", input="hello echo").output_text == "hello echo"
-        an = anthropic.Anthropic(base_url=url, api_key="k")
+        an = opened(anthropic.Anthropic(base_url=url, api_key="k"))
         assert an.messages.create(model="m", max_tokens=9, messages=hi).content[0].text == "hello echo"  # type: ignore[union-attr]
-        ge = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url))
+        ge = opened(genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url)))
         assert ge.models.generate_content(model="m", contents="hello echo").text == "hello echo"
-        assert ollama.Client(host=url).chat(model="m", messages=hi).message.content == "hello echo"
+        assert opened(ollama.Client(host=url)).chat(model="m", messages=hi).message.content == "hello echo"
         assert httpx.get(url + "/_mockllm/health").status_code == 200
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -95,7 +95,7 @@ def test_openai_scripted_error_vectors_flags_and_chat(serve: Serve) -> None:
 
 def test_gemini_scripted_vectors_and_error(serve: Serve) -> None:
     with serve(SCRIPT) as server:
-        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.url))
+        client = opened(genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.url)))
         opened(client)
         with pytest.raises(genai_errors.ClientError) as caught:
             client.models.embed_content(model="text-embedding-004", contents="fail now")
@@ -107,7 +107,7 @@ def test_gemini_scripted_vectors_and_error(serve: Serve) -> None:
 
 def test_ollama_scripted_vectors_and_error(serve: Serve) -> None:
     with serve(SCRIPT) as server:
-        client = ollama.Client(host=server.url)
+        client = opened(ollama.Client(host=server.url))
         opened(client)
         with pytest.raises(ollama.ResponseError) as caught:
             client.embed(model="nomic-embed-text", input="fail")

@@ -13,6 +13,7 @@ import httpx
 import openai
 import pytest
 from conftest import ServeText
+from sdk_clients import opened
 
 SCRIPT = """
 scenario "Calls":
@@ -47,8 +48,8 @@ TOOLS_AN: Any = [{"name": "lookup", "input_schema": {"type": "object"}}]
 
 def test_tool_call_ids_have_the_real_shape_and_never_collide_across_conversations(serve_text: ServeText) -> None:
     with serve_text(SCRIPT) as url:
-        oa = openai.OpenAI(base_url=url + "/v1", api_key="k")
-        an = anthropic.Anthropic(base_url=url, api_key="k")
+        oa = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
+        an = opened(anthropic.Anthropic(base_url=url, api_key="k"))
         oa_ids, an_ids = [], []
         for question in ("please call for Ann", "please call for Bob", "please call for Ann"):
             messages: Any = [{"role": "user", "content": question}]
@@ -74,7 +75,7 @@ def test_headers_the_real_apis_send(serve_text: ServeText) -> None:
         assert got.headers["openai-version"] == "2020-10-01" and got.headers["openai-processing-ms"].isdigit()
         assert re.fullmatch(r"req_[0-9a-f]{32}", got.headers["x-request-id"])
 
-        limited = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0)
+        limited = opened(anthropic.Anthropic(base_url=url, api_key="k", max_retries=0))
         with pytest.raises(anthropic.RateLimitError) as info:
             limited.messages.create(model="claude-x", max_tokens=5, messages=[{"role": "user", "content": "limit"}])
         assert info.value.response.headers["x-should-retry"] == "true"
@@ -96,7 +97,7 @@ def test_responses_error_event_is_numbered_and_raised(serve_text: ServeText) -> 
         assert events[-1]["type"] == "error"
         assert [e["sequence_number"] for e in events] == list(range(len(events)))
 
-        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        client = opened(openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0))
         with pytest.raises(openai.APIError, match="upstream failed"):
             for _ in client.responses.create(model="gpt-4.1", input="break it", stream=True):
                 pass

@@ -15,6 +15,7 @@ from conftest import ServeText
 from google import genai
 from google.genai import types
 from provider_cases import CELSIUS_CALL, tool_loop
+from sdk_clients import opened
 
 SCRIPT = tool_loop(
     None,
@@ -33,7 +34,7 @@ def answer(model: str) -> str:
 
 
 def openai_chat(url: str, stream: bool) -> str:
-    c = openai.OpenAI(base_url=url + "/v1", api_key="k")
+    c = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
     tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
     messages: list[Any] = [{"role": "user", "content": QUESTION}]
     first = c.chat.completions.create(model="gpt-4o", messages=messages, tools=tools)
@@ -48,7 +49,7 @@ def openai_chat(url: str, stream: bool) -> str:
 
 
 def openai_responses(url: str, stream: bool) -> str:
-    c = openai.OpenAI(base_url=url + "/v1", api_key="k")
+    c = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
     tools: Any = [{"type": "function", "name": "get_weather", "parameters": SCHEMA}]
     if stream:
         with c.responses.stream(model="gpt-4.1", input=QUESTION, tools=tools) as s:
@@ -66,7 +67,7 @@ def openai_responses(url: str, stream: bool) -> str:
 
 
 def anthropic_messages(url: str, stream: bool) -> str:
-    c = anthropic.Anthropic(base_url=url, api_key="k")
+    c = opened(anthropic.Anthropic(base_url=url, api_key="k"))
     tools: Any = [{"name": "get_weather", "input_schema": SCHEMA}]
     messages: list[Any] = [{"role": "user", "content": QUESTION}]
     first = c.messages.create(model="claude-x", max_tokens=200, messages=messages, tools=tools)
@@ -82,7 +83,7 @@ def anthropic_messages(url: str, stream: bool) -> str:
 
 
 def gemini(url: str, stream: bool) -> str:
-    c = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url))
+    c = opened(genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url)))
     decl = types.FunctionDeclaration(name="get_weather", parameters_json_schema=SCHEMA)
     config = types.GenerateContentConfig(
         tools=[types.Tool(function_declarations=[decl])],
@@ -99,7 +100,7 @@ def gemini(url: str, stream: bool) -> str:
 
 
 def ollama_chat(url: str, stream: bool) -> str:
-    c = ollama.Client(host=url)
+    c = opened(ollama.Client(host=url))
     tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
     messages: list[Any] = [{"role": "user", "content": QUESTION}]
     first = c.chat(model="llama3.2", messages=messages, tools=tools)
@@ -136,10 +137,10 @@ def test_provider_condition_routes_each_api(serve_text: ServeText) -> None:
         for p in CLIENTS
     )
     with serve_text(script) as url:
-        oa = openai.OpenAI(base_url=url + "/v1", api_key="k")
-        an = anthropic.Anthropic(base_url=url, api_key="k")
-        ge = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url))
-        ol = ollama.Client(host=url)
+        oa = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
+        an = opened(anthropic.Anthropic(base_url=url, api_key="k"))
+        ge = opened(genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url)))
+        ol = opened(ollama.Client(host=url))
         hi: Any = [{"role": "user", "content": "hi"}]
         got = {
             "openai": oa.chat.completions.create(model="m", messages=hi).choices[0].message.content,
@@ -154,14 +155,14 @@ def test_provider_condition_routes_each_api(serve_text: ServeText) -> None:
 def test_errors_reach_each_client_as_its_own_exception(serve_text: ServeText) -> None:
     script = 'scenario "e":\n    step a:\n        always\n        reply:\n            error 429 "slow down"\n'
     with serve_text(script) as url:
-        ge = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url))
+        ge = opened(genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url)))
         with pytest.raises(genai.errors.ClientError) as g:
             ge.models.generate_content(model="m", contents="hi")
         assert g.value.code == 429 and g.value.status == "RESOURCE_EXHAUSTED" and "slow down" in str(g.value)
         with pytest.raises(ollama.ResponseError) as o:
-            ollama.Client(host=url).chat(model="m", messages=[{"role": "user", "content": "hi"}])
+            opened(ollama.Client(host=url)).chat(model="m", messages=[{"role": "user", "content": "hi"}])
         assert o.value.status_code == 429 and "slow down" in o.value.error
-        oa = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        oa = opened(openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0))
         with pytest.raises(openai.RateLimitError):
             oa.responses.create(model="m", input="hi")
 
@@ -171,16 +172,16 @@ def test_null_arguments_in_every_api(serve_text: ServeText) -> None:
     object (Anthropic, Gemini, Ollama) get {} rather than an invented parameter."""
     script = 'scenario "n":\n    step a:\n        always\n        reply:\n            tool call ping null\n'
     with serve_text(script) as url:
-        oa = openai.OpenAI(base_url=url + "/v1", api_key="k")
+        oa = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
         hi: Any = [{"role": "user", "content": "hi"}]
         call = oa.chat.completions.create(model="m", messages=hi).choices[0].message.tool_calls[0]  # type: ignore[index]
         assert call.function.arguments == "null"  # type: ignore[union-attr]
-        an = anthropic.Anthropic(base_url=url, api_key="k")
+        an = opened(anthropic.Anthropic(base_url=url, api_key="k"))
         assert an.messages.create(model="m", max_tokens=5, messages=hi).content[0].input == {}  # type: ignore[union-attr]
         with an.messages.stream(model="m", max_tokens=5, messages=hi) as s:
             assert s.get_final_message().content[0].input == {}  # type: ignore[union-attr]
-        ge = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url))
+        ge = opened(genai.Client(api_key="k", http_options=types.HttpOptions(base_url=url)))
         fc = ge.models.generate_content(model="m", contents="hi").function_calls
         assert fc is not None and fc[0].args == {}
-        tc = ollama.Client(host=url).chat(model="m", messages=hi).message.tool_calls
+        tc = opened(ollama.Client(host=url)).chat(model="m", messages=hi).message.tool_calls
         assert tc is not None and dict(tc[0].function.arguments) == {}

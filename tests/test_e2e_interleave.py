@@ -8,6 +8,7 @@ from typing import Any
 
 import openai
 from conftest import ServeText
+from sdk_clients import opened
 
 SCRIPT = """
 scenario "Interleaved":
@@ -33,7 +34,7 @@ def alternates(order: list[int]) -> bool:
 
 def test_responses_stream_interleaves_and_reconstructs(serve_text: ServeText) -> None:
     with serve_text(SCRIPT) as url:
-        client = openai.OpenAI(base_url=url + "/v1", api_key="k")
+        client = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
         order: list[int] = []
         with client.responses.stream(model="m", input="check all three") as stream:
             for event in stream:
@@ -49,7 +50,7 @@ def test_responses_stream_interleaves_and_reconstructs(serve_text: ServeText) ->
 def test_openai_chat_stream_interleaves_and_reconstructs(serve_text: ServeText) -> None:
     """Raw chunks alternate between call indexes; the stream helper's final message is still exact."""
     with serve_text(SCRIPT) as url:
-        client = openai.OpenAI(base_url=url + "/v1", api_key="k")
+        client = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
         order: list[int] = []
         buffers: dict[int, str] = {}
         for chunk in client.chat.completions.create(
@@ -69,7 +70,7 @@ def test_openai_chat_stream_interleaves_and_reconstructs(serve_text: ServeText) 
 
 def test_openai_rejects_several_choices_clearly(serve_text: ServeText) -> None:
     with serve_text(SCRIPT) as url:
-        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        client = opened(openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0))
         try:
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], n=2)
         except openai.BadRequestError as e:

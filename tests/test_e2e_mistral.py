@@ -243,9 +243,11 @@ scenario "o":
 """
     with serve_text(script) as url:
         assert client(url).chat.complete(model=MODEL, messages=ask("x")).choices[0].message.content == "mistral"
-        oa = openai.OpenAI(base_url=url + "/v1", api_key="k")
+        oa = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
         assert oa.chat.completions.create(model=MODEL, messages=ask("x")).choices[0].message.content == "openai"
-        forced = openai.OpenAI(base_url=url + "/v1", api_key="k", default_headers={"x-mockllm-provider": "mistral"})
+        forced = opened(
+            openai.OpenAI(base_url=url + "/v1", api_key="k", default_headers={"x-mockllm-provider": "mistral"})
+        )
         raw = forced.chat.completions.with_raw_response.create(model=MODEL, messages=ask("x"))
         assert re.fullmatch(r"[0-9a-f]{32}", json.loads(raw.text)["id"])  # Mistral's shape
         as_openai = client(url, {"x-mockllm-provider": "openai"})

@@ -15,6 +15,7 @@ from google import genai
 from google.genai import errors, types
 from plans import error_of, planned
 from sdk_bridge import AdapterServer
+from sdk_clients import opened
 from strategies import any_json_test
 
 from mockllm.runtime.providers import gemini
@@ -360,9 +361,9 @@ class Server(AdapterServer):
 def sdk(server: Server, api_version: str | None = None) -> genai.Client:
     transport = httpx.MockTransport(server)
     options = types.HttpOptions(
-        base_url="http://mock", api_version=api_version, httpx_client=httpx.Client(transport=transport)
+        base_url="http://mock", api_version=api_version, httpx_client=opened(httpx.Client(transport=transport))
     )
-    return genai.Client(api_key="k", http_options=options)
+    return opened(genai.Client(api_key="k", http_options=options))
 
 
 WEATHER = types.Tool(

@@ -12,6 +12,7 @@ import plans
 import pytest
 from plans import error_of, planned
 from sdk_bridge import AdapterServer
+from sdk_clients import opened
 from strategies import any_json_test
 
 from mockllm.runtime.providers import ollama as ollama_adapter
@@ -216,7 +217,7 @@ class Server(AdapterServer):
 
 
 def sdk(server: Server) -> ollama.Client:
-    return ollama.Client(host="http://mock:11434", transport=httpx.MockTransport(server))
+    return opened(ollama.Client(host="http://mock:11434", transport=httpx.MockTransport(server)))
 
 
 TOOLS: list[Any] = [

@@ -11,6 +11,7 @@ import openai
 import pytest
 import sdk_errors
 from sdk_bridge import adapter_client
+from sdk_clients import opened
 from strategies import any_messages_test
 
 from mockllm.runtime.providers import openai_chat
@@ -346,7 +347,7 @@ def client_for(reply: Callable[[ChatRequest], Rendered]) -> tuple[openai.OpenAI,
     """An SDK client whose transport runs the adapter on each real SDK request and answers with
     the rendered bytes."""
     http, seen = adapter_client(ADAPTER, reply)
-    return openai.OpenAI(api_key="k", base_url="http://mock/v1", http_client=http, max_retries=0), seen
+    return opened(openai.OpenAI(api_key="k", base_url="http://mock/v1", http_client=http, max_retries=0)), seen
 
 
 def plan_reply(plan: MessagePlan) -> Callable[[ChatRequest], Rendered]:

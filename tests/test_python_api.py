@@ -11,6 +11,7 @@ import attrs
 import httpx
 import openai
 import pytest
+from sdk_clients import opened
 
 import mockllm
 
@@ -101,10 +102,10 @@ scenario "Weather":
         assert server.openai_base_url == server.url + "/v1"
         assert server.anthropic_base_url == server.gemini_base_url == server.ollama_host == server.url
 
-        client = openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0)
+        client = opened(openai.OpenAI(base_url=server.openai_base_url, api_key="test", max_retries=0))
         hello = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hello"}])
         assert hello.choices[0].message.content == "Hi there."
-        claude = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="test", max_retries=0)
+        claude = opened(anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="test", max_retries=0))
         reply = claude.messages.create(model="c", max_tokens=10, messages=[{"role": "user", "content": "hello"}])
         assert reply.content[0].text == "Hi there."  # type: ignore[union-attr]
         assert [r.step for r in server.requests()] == ["hello", "hello"]

@@ -22,6 +22,7 @@ from google import genai
 from google.genai import types
 from mistralai.client import Mistral
 from recording_clients import KEY, bedrock_client, vertex_client
+from sdk_clients import opened
 from test_recording import check_clean, recorder, replay
 
 DOCS = ["The weather in Lima is mild all year.", "Invoices are due within thirty days."]
@@ -72,7 +73,7 @@ def _genai_embed(client: genai.Client, texts: list[str]) -> Seen:
 
 
 def gemini_embed(url: str, texts: list[str]) -> Seen:
-    return _genai_embed(genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=url)), texts)
+    return _genai_embed(opened(genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=url))), texts)
 
 
 def gemini_one(url: str, texts: list[str]) -> Seen:

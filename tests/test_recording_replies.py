@@ -12,6 +12,7 @@ import httpx
 import openai
 import pytest
 from recording_clients import KEY
+from sdk_clients import opened
 from test_recording import check_clean, recorder, replay
 
 from mockllm.runtime.recording.exchange import Exchange
@@ -35,7 +36,7 @@ def test_an_error_is_passed_through_and_recorded_with_its_retry_after(tmp_path: 
     text = f.read_text(encoding="utf-8")
     assert 'error 429 "slow down"' in text and "retry after 2s" in text
     with replay(tmp_path) as server:
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0)
+        client = opened(openai.OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0))
         with pytest.raises(openai.RateLimitError) as err:
             client.chat.completions.create(model="gpt-4o", messages=HI)  # type: ignore[arg-type]
     assert "slow down" in str(err.value) and err.value.response.headers["retry-after"] == "2"
@@ -47,7 +48,7 @@ def test_a_cut_stream_is_passed_through_and_recorded_as_a_disconnect(tmp_path: P
         "            disconnect after 2 chunks\n"
     )
     with serve_text(script) as upstream, recorder(upstream, tmp_path) as (url, _):
-        client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+        client = opened(openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0))
         got: list[str] = []
         with pytest.raises((httpx.HTTPError, openai.APIError)):
             for chunk in client.chat.completions.create(model="gpt-4o", messages=HI, stream=True):  # type: ignore[arg-type]
@@ -64,7 +65,7 @@ def test_keep_timing_writes_latency_and_spacing(tmp_path: Path, serve_text: Any)
         "            stream by word, 100ms apart\n"
     )
     with serve_text(script) as upstream, recorder(upstream, tmp_path, "--keep-timing") as (url, _):
-        client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
+        client = opened(openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0))
         pieces = [
             c.choices[0].delta.content or ""
             for c in client.chat.completions.create(model="gpt-4o", messages=HI, stream=True)

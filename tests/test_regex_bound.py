@@ -14,6 +14,7 @@ import httpx
 import openai
 import pytest
 from conftest import Serve, compile_text
+from sdk_clients import opened
 
 from mockllm.dsl.machines.compiler import compile_library
 from mockllm.dsl.parse.loader import load_text
@@ -61,7 +62,7 @@ def test_the_engine_answers_that_request_with_an_error_naming_step_and_pattern()
 
 def test_the_server_answers_in_the_provider_shape_and_keeps_serving(serve: Serve) -> None:
     with serve(SLOW, no_auth=True) as server:
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="sk", max_retries=0)
+        client = opened(openai.OpenAI(base_url=server.url + "/v1", api_key="sk", max_retries=0))
         with pytest.raises(openai.BadRequestError) as info:
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": HOSTILE}])
         assert 'regex timed out: /(a|aa)+$/ of scenario "slow", step `a`' in info.value.message

@@ -9,6 +9,7 @@ import httpx
 import openai
 import pytest
 from conftest import ServeText
+from sdk_clients import opened
 
 from mockllm.api import Verification
 
@@ -54,7 +55,7 @@ def test_broken_json_is_reported(serve_text: ServeText) -> None:
 
 def test_a_forbidden_history_is_reported_with_its_model(serve_text: ServeText) -> None:
     with serve_text(SCRIPT) as url:
-        client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+        client = opened(openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0))
         messages: Any = [
             {"role": "user", "content": "hi"},
             {"role": "tool", "tool_call_id": "call_nowhere", "content": "42"},
@@ -72,7 +73,7 @@ def test_a_forbidden_history_is_reported_with_its_model(serve_text: ServeText) -
 
 def test_a_served_request_is_not_reported_as_refused(serve_text: ServeText) -> None:
     with serve_text(SCRIPT) as url:
-        client = openai.OpenAI(base_url=url + "/v1", api_key="k")
+        client = opened(openai.OpenAI(base_url=url + "/v1", api_key="k"))
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
         report = verify(url)
         assert report["ok"] is True and report["rejected"] == []

@@ -15,6 +15,7 @@ import anthropic
 import openai
 import pytest
 from reliability import serve_process, servers
+from sdk_clients import opened
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM to a subprocess is POSIX")
 
@@ -30,7 +31,7 @@ scenario "slow":
 
 
 def openai_stream(url: str, started: threading.Event, out: dict[str, Any]) -> None:
-    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+    client = opened(openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0))
     stream = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "go"}], stream=True)
     text, finish = [], None
     for chunk in stream:
@@ -42,7 +43,7 @@ def openai_stream(url: str, started: threading.Event, out: dict[str, Any]) -> No
 
 
 def anthropic_stream(url: str, started: threading.Event, out: dict[str, Any]) -> None:
-    client = anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0)
+    client = opened(anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0))
     with client.messages.stream(
         model="claude-x", max_tokens=100, messages=[{"role": "user", "content": "go"}]
     ) as stream:

@@ -13,6 +13,7 @@ import pytest
 import sdk_errors
 from plans import error_of
 from sdk_bridge import AdapterServer
+from sdk_clients import opened
 from strategies import any_json_test
 
 from mockllm.runtime.providers.base import RenderContext, Rendered
@@ -339,9 +340,15 @@ class Server(AdapterServer):
 
 def sdk(server: Server, headers: dict[str, str] | None = None) -> openai.OpenAI:
     transport = httpx2.MockTransport(server)
-    http_client = httpx2.Client(transport=transport)
-    return openai.OpenAI(
-        api_key="sk-test", base_url="http://mock/v1", http_client=http_client, max_retries=0, default_headers=headers
+    http_client = opened(httpx2.Client(transport=transport))
+    return opened(
+        openai.OpenAI(
+            api_key="sk-test",
+            base_url="http://mock/v1",
+            http_client=http_client,
+            max_retries=0,
+            default_headers=headers,
+        )
     )
 
 

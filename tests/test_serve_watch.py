@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import openai
 from reliability import serve_process
+from sdk_clients import opened
 
 SCRIPT = """scenario "greeting":
     step hello:
@@ -49,7 +50,7 @@ def wait_for(lines: queue.Queue[str], needle: str, timeout: float = 20.0) -> lis
 
 
 def ask(url: str) -> str:
-    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+    client = opened(openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0))
     reply = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
     return reply.choices[0].message.content or ""
 

@@ -19,6 +19,7 @@ import openai
 import pytest
 from redis_server import RedisServer
 from reliability import serve_process
+from sdk_clients import opened
 
 from mockllm.errors import ServerError
 from mockllm.server.runner import WORKERS_NEED_STATE
@@ -33,7 +34,7 @@ TOOLS: list[Any] = [
 
 def openai_client(url: str, conversation: str) -> openai.OpenAI:
     headers = {"x-mockllm-conversation": conversation}
-    return openai.OpenAI(base_url=url + "/v1", api_key="test", default_headers=headers, max_retries=0)
+    return opened(openai.OpenAI(base_url=url + "/v1", api_key="test", default_headers=headers, max_retries=0))
 
 
 def agent_loop(urls: list[str], conversation: str) -> list[Any]:
@@ -215,7 +216,7 @@ def test_redis_restarted_mid_run_gives_clear_errors_then_recovers(tmp_path: Path
                 client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
             assert down.value.status_code == 503
             assert "the shared state store is unreachable (Redis at redis://127.0.0.1:" in down.value.message
-            claude = anthropic.Anthropic(base_url=url, api_key="test", max_retries=0)
+            claude = opened(anthropic.Anthropic(base_url=url, api_key="test", max_retries=0))
             with claude, pytest.raises(anthropic.APIStatusError) as down_too:
                 claude.messages.create(
                     model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": QUESTION}]
@@ -326,7 +327,7 @@ def test_how_each_answer_went_is_journalled_once_as_in_memory(redis_url: str, sh
         ("wait", 0, True, "hang: the client gave up"),
     ]
     with mockllm.serve(DELIVERIES, state=redis_url if shared else None) as server:
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0, timeout=2)
+        client = opened(openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0, timeout=2))
         with client:
             client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "fine"}])
             with pytest.raises(openai.InternalServerError):

@@ -23,6 +23,8 @@ import pytest
 uvicorn = pytest.importorskip("uvicorn", reason="the `fast` extra (uvicorn) is part of the dev install")
 pytest.importorskip("httptools", reason="the `fast` extra (httptools) is part of the dev install")
 
+from sdk_clients import opened  # noqa: E402
+
 from mockllm.server.uvicorn_cycle import LeanCycle  # noqa: E402
 from mockllm.server.uvicorn_protocol import LEAN_CYCLE, JoinedWrites  # noqa: E402
 
@@ -205,7 +207,7 @@ def test_the_openai_sdk_reads_whole_and_streamed_answers_from_mockllm_serve_on_u
         "            stream 3 chunks\n        always\n"
     )
     with serve_process(str(script), "--server", "uvicorn") as (_proc, url, _port):
-        client = openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0)
+        client = opened(openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0))
         messages: Any = [{"role": "user", "content": "hi"}]
         for _ in range(2):
             whole = client.chat.completions.create(model="gpt-4o", messages=messages)
