@@ -12,6 +12,8 @@ import anthropic
 import boto3
 import botocore.config
 import cohere
+import httpx
+import httpx2
 import ollama
 import openai
 from google import genai
@@ -240,7 +242,7 @@ def ollama_chat(url: str, stream: bool) -> Summary:
 
 
 def cohere_chat(url: str, stream: bool) -> Summary:
-    co = cohere.ClientV2(base_url=url, api_key=KEY)
+    co = cohere.ClientV2(base_url=url, api_key=KEY, httpx_client=opened(httpx.Client(timeout=60)))
     tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
     messages: list[Any] = [{"role": "user", "content": QUESTION}]
     out: Summary = []
@@ -276,7 +278,7 @@ def cohere_chat(url: str, stream: bool) -> Summary:
 
 
 def mistral_chat(url: str, stream: bool) -> Summary:
-    m = Mistral(server_url=url, api_key=KEY)
+    m = Mistral(server_url=url, api_key=KEY, client=opened(httpx2.Client()))
     tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
     messages: list[Any] = [{"role": "user", "content": QUESTION}]
     out: Summary = []

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import cohere
+import httpx
+import httpx2
 import ollama
 import openai
 import pytest
@@ -60,7 +62,9 @@ def azure_embed(url: str, texts: list[str]) -> Seen:
 
 
 def mistral_embed(url: str, texts: list[str]) -> Seen:
-    r = Mistral(server_url=url, api_key=KEY).embeddings.create(model="mistral-embed", inputs=texts)
+    r = Mistral(server_url=url, api_key=KEY, client=opened(httpx2.Client())).embeddings.create(
+        model="mistral-embed", inputs=texts
+    )
     return [list(d.embedding or []) for d in r.data], r.usage.prompt_tokens
 
 
@@ -92,7 +96,7 @@ def ollama_embed(url: str, texts: list[str]) -> Seen:
 
 
 def cohere_embed(url: str, texts: list[str]) -> Seen:
-    co = cohere.ClientV2(base_url=url, api_key=KEY)
+    co = cohere.ClientV2(base_url=url, api_key=KEY, httpx_client=opened(httpx.Client(timeout=60)))
     r = co.embed(model="embed-v4.0", texts=texts, input_type="search_document", embedding_types=["float"])
     assert r.embeddings.float_ is not None and r.meta is not None and r.meta.billed_units is not None
     return [list(v) for v in r.embeddings.float_], r.meta.billed_units.input_tokens
