@@ -371,6 +371,7 @@ class ProviderEndpoint:
             arrived,
             offload=offload,
             rendered_ahead=rendered[1] if rendered is not None else None,
+            head_ahead=rendered[2] if rendered is not None else None,
         )
 
     def _finish(self, entry: int, delivery: Delivery) -> None:

@@ -37,7 +37,7 @@ import json
 import logging
 import os
 import socket
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -333,7 +333,10 @@ class _Lane:
     def __init__(self, pool: Any, size: int, redis: Any, timeout: float) -> None:
         self._pool = pool
         self._idle: list[tuple[Any, _Wire | None]] = []
-        self._slots = asyncio.Semaphore(size)
+        # at most ``size`` exchanges at once; the others wait their turn, first come first served (what
+        # asyncio.Semaphore does, without its coroutines when a slot is free: two fewer per exchange)
+        self._free = size
+        self._queue: deque[asyncio.Future[None]] = deque()
         self._replies = redis.exceptions.ResponseError  # an error reply: the connection stays usable
         self._broken = redis.exceptions.ConnectionError
         self._invalid = redis.exceptions.InvalidResponse
@@ -388,7 +391,11 @@ class _Lane:
     async def run(self, *args: Any, meanwhile: Callable[[], object] | None = None) -> Any:
         """The answer to the command ``args`` (an error reply raised as redis-py raises it); ``meanwhile()``
         is called while it is awaited (see :meth:`_exchange`)."""
-        async with self._slots:
+        if self._free and not self._queue:
+            self._free -= 1
+        else:
+            await self._wait_turn()
+        try:
             connection, wire = self._idle.pop() if self._idle else self._connection()
             task = asyncio.current_task()
             assert task is not None
@@ -417,6 +424,29 @@ class _Lane:
             del busy[task]
             self._idle.append((connection, wire))
             return answer
+        finally:
+            self._next_turn()
+
+    async def _wait_turn(self) -> None:
+        """Wait until an exchange ends and hands its slot on (see :meth:`_next_turn`)."""
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():  # handed the slot as it was cancelled: hand it on
+                self._next_turn()
+            raise
+
+    def _next_turn(self) -> None:
+        """An exchange ended: its slot goes to the first that still waits, else back to the free ones."""
+        queue = self._queue
+        while queue:
+            turn = queue.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self._free += 1
 
     async def _watch(self) -> None:
         """Interrupt the exchanges past their deadline, a few times per deadline."""

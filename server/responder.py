@@ -142,8 +142,10 @@ def raw_rendered(plan: RawPlan) -> Rendered:
 class RenderAhead:
     """The reply rendered while the shared state store commits the turn it decided (its round trip to
     Redis, which one request at a time nothing else overlaps): called with that outcome, it renders a
-    message plan's reply; :meth:`take` gives it back for the outcome committed when that is the one it
-    was rendered for (another process may have moved the conversation on: the turn is decided again)."""
+    message plan's reply, and the head of a reply sent whole; :meth:`take` gives them back for the
+    outcome committed when that is the one they were made for (another process may have moved the
+    conversation on: the turn is decided again). Once the commit's answer is in, only the writes are
+    left."""
 
     __slots__ = ("_adapter", "_chat", "_context", "_made")
 
@@ -151,7 +153,8 @@ class RenderAhead:
         self._adapter = adapter
         self._chat = chat
         self._context = context
-        self._made: tuple[Outcome, RenderContext, Rendered] | None = None  # the last decision rendered
+        # the last decision rendered, with its reply's head when the reply goes whole
+        self._made: tuple[Outcome, RenderContext, Rendered, list[tuple[bytes, bytes]] | None] | None = None
 
     def __call__(self, outcome: Outcome) -> None:
         """Never raises: what cannot be rendered now is rendered (and fails) when the reply is sent."""
@@ -162,15 +165,32 @@ class RenderAhead:
         try:
             ctx = self._context(outcome.response_id or None)
             rendered = self._adapter.render(plan, self._chat, ctx)
+            head = None
+            if rendered.frames is None and plan.disconnect_after is None and plan.stream_error is None:
+                extra = debug_headers(outcome)
+                extra.extend(plan.headers)
+                head = response_head(rendered, extra, len(rendered.body))
         except Exception:
             return
-        self._made = (outcome, ctx, rendered)
+        self._made = (outcome, ctx, rendered, head)
 
-    def take(self, outcome: Outcome) -> tuple[RenderContext, Rendered] | None:
+    def take(self, outcome: Outcome) -> tuple[RenderContext, Rendered, list[tuple[bytes, bytes]] | None] | None:
+        """The context, reply and head (None: made when it is sent) made for ``outcome``; None when the
+        decision made ahead was not ``outcome``'s."""
         made = self._made
-        if made is None or made[0].plan is not outcome.plan or made[0].response_id != outcome.response_id:
+        if made is None:
             return None
-        return made[1], made[2]
+        ahead = made[0]
+        if ahead.plan is not outcome.plan or ahead.response_id != outcome.response_id:
+            return None
+        head = made[3]
+        if head is not None and (ahead.conversation, ahead.scenario, ahead.step) != (
+            outcome.conversation,
+            outcome.scenario,
+            outcome.step,
+        ):
+            head = None  # (the head names the conversation and step)
+        return made[1], made[2], head
 
 
 async def deliver(
@@ -186,6 +206,7 @@ async def deliver(
     *,
     offload: bool = False,
     rendered_ahead: Rendered | None = None,
+    head_ahead: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """Send the reply ``outcome`` asks for; never raises for anything the script asked. ``record`` is
     called once with how it went (:class:`Delivery`, for the journal): just before the response body
@@ -196,7 +217,8 @@ async def deliver(
     latency counts from then, so the time spent reading, matching and rendering (and waiting for the
     event loop under load) is part of it rather than added to it. ``offload``: render in a worker
     thread (for a large request, whose reply may be as large), so other requests are answered meanwhile.
-    ``rendered_ahead``: the message plan's reply, already rendered with ``ctx`` (:class:`RenderAhead`)."""
+    ``rendered_ahead``: the message plan's reply, already rendered with ``ctx``, and ``head_ahead`` its head
+    when it is sent whole (:class:`RenderAhead`)."""
     extra = debug_headers(outcome)
     plan = outcome.plan
     if plan is None:
@@ -244,7 +266,9 @@ async def deliver(
         status = rendered.status
         delivery = _DELIVERED.get(status) or Delivery(status)
         body = rendered.body
-        await channel.start(status, response_head(rendered, extra, len(body)))
+        if head_ahead is None or rendered is not rendered_ahead:
+            head_ahead = response_head(rendered, extra, len(body))
+        await channel.start(status, head_ahead)
         record(delivery)
         await channel.end(body)
         return

@@ -160,7 +160,7 @@ def test_a_reply_rendered_ahead_is_given_back_only_for_the_outcome_it_was_render
     from mockllm.runtime.providers.registry import adapter_for
     from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan
     from mockllm.runtime.request import HttpRequest
-    from mockllm.server.responder import RenderAhead
+    from mockllm.server.responder import RenderAhead, debug_headers, response_head
 
     adapter = adapter_for("openai")
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Hello"}]}).encode()
@@ -180,6 +180,56 @@ def test_a_reply_rendered_ahead_is_given_back_only_for_the_outcome_it_was_render
     assert ahead.take(Outcome("c", 7, first.plan, response_id="r2")) is None
     taken = ahead.take(first.with_entry_id(7))  # the committed outcome: the same decision, its entry id
     assert taken is not None
-    ctx, rendered = taken
+    ctx, rendered, head = taken
     assert ctx.response_id == "r1" and contexts == ["r1"]
     assert b"first decision" in rendered.body
+    # the head of the reply sent whole, made ahead too: what deliver would have written
+    assert head == response_head(rendered, debug_headers(first), len(rendered.body))
+    assert (b"content-length", str(len(rendered.body)).encode()) in head
+    assert (b"x-mockllm-conversation", b"c") in head
+    other = Outcome("d", 7, first.plan, response_id="r1")  # (the head names the conversation: made again)
+    assert ahead.take(other) is not None and ahead.take(other)[2] is None  # type: ignore[index]
+
+
+def test_more_exchanges_than_connections_wait_their_turn_and_a_cancelled_one_gives_its_turn_on(
+    redis_url: str,
+) -> None:
+    """The lane runs at most its size of exchanges at once (one per connection); the others wait, first
+    come first served; one cancelled while it waits, or just as its turn came, takes no slot with it."""
+
+    async def body(lane: Any) -> tuple[list[object], int, list[int]]:
+        lane._free = 2  # (a lane of two connections)
+        # each holds its connection until its key gets a value
+        held = [asyncio.ensure_future(lane.run("BLPOP", f"mockllm-test:q{n}", 5)) for n in range(2)]
+        await asyncio.sleep(0.05)
+        waiting = asyncio.ensure_future(lane.run("PING"))  # no free slot: waits
+        cancelled = asyncio.ensure_future(lane.run("PING"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and len(lane._queue) == 2
+        cancelled.cancel()
+        pusher = RedisStore(Engine(None), redis_url)
+        try:
+            await pusher._client.rpush("mockllm-test:q0", "a")  # the first held exchange ends
+            pong = await asyncio.wait_for(waiting, 5)
+            await pusher._client.rpush("mockllm-test:q1", "b")
+            answers = await asyncio.gather(*held)
+        finally:
+            await pusher.close()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        # handed its turn just as it is cancelled: the slot goes on to the next
+        handed = asyncio.ensure_future(lane._wait_turn())
+        after = asyncio.ensure_future(lane.run("PING"))
+        lane._free = 0
+        await asyncio.sleep(0)
+        lane._next_turn()  # handed to `handed` ...
+        handed.cancel()  # ... cancelled before it resumes
+        with pytest.raises(asyncio.CancelledError):
+            await handed
+        assert await asyncio.wait_for(after, 5) in ("PONG", True)
+        return [*answers, pong], lane._free, [len(lane._queue)]
+
+    answers, free, queued = on_lane(redis_url, "hiredis", body)
+    assert answers[:2] == [["mockllm-test:q0", "a"], ["mockllm-test:q1", "b"]]
+    assert answers[2] in ("PONG", True)
+    assert free == 1 and queued == [0]  # every slot back (the test took the other away), nobody left waiting
