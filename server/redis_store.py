@@ -14,8 +14,8 @@ Versions come from one counter that never repeats (seeded from the server's cloc
 empty), so a cached version can never match a later, different state.
 
 Keys (prefix ``mockllm:``): ``c:KEY`` a conversation (hash: version, states), ``convs`` the live
-conversations by last use, ``journal`` the journal (a stream capped at the journal limit, entry id
-= stream id), ``fin`` how each answer went (its Delivery, written once, where it differs from the
+conversations by last use, ``journal`` the journal (a stream, cut to about the journal limit every 64
+entries; entry id = stream id), ``fin`` how each answer went (its Delivery, written once, where it differs from the
 plan), ``used`` steps used, ``r:ID`` a kept response and ``cr:KEY`` the responses of a
 conversation. Conversations and responses expire after the idle time.
 
@@ -83,24 +83,30 @@ return counted
 """
 
 
-def _commit_script() -> str:
-    """The commit of one or more turns of one conversation, decided one after the other. KEYS:
-    conversation, convs, journal, next id, used, versions, library, the conversation's responses, then
-    one kept-response key per turn. ARGV: expected version, new states ("" unchanged), conversation,
-    now, ttl, journal cap, expected library generation, the number of turns, then per turn: journal
-    entry, used step ("" none), response ("" none), response id. Answers {1, first entry id, version}
-    (the turns' entry ids follow one another); when the library changed, {2}; when the version is not
-    the expected one, {0, version, states}."""
-    next_version = _NEXT_VERSION.replace("KEYS[1]", "KEYS[6]").replace("return counted", "v = counted")
+def _commit_script(ttl: int, cap: int) -> str:
+    """The commit of one or more turns of one conversation, decided one after the other, for a store
+    that forgets conversations idle for ``ttl`` seconds and keeps ``cap`` journal entries. KEYS: the
+    conversation, its responses, then one kept-response key per turn; the shared keys (conversations,
+    journal, next id, steps used, versions, library) and the store's settings are written into the
+    script, which each costs Redis a little less than an argument. ARGV: expected version, new states
+    ("" unchanged), conversation, now, expected library generation, the number of turns, then per turn:
+    journal entry, used step ("" none), response ("" none), response id. Answers {1, first entry id,
+    version} (the turns' entry ids follow one another); when the library changed, {2}; when the
+    version is not the expected one, {0, version, states}. The journal is cut to about ``cap`` entries
+    now and then (every 64 entries), as the idle conversations are forgotten."""
+    convs, journal, next_id, used, versions, library = (
+        json.dumps(PREFIX + name) for name in ("convs", "journal", "next", "used", "version", "lib")
+    )
+    next_version = _NEXT_VERSION.replace("KEYS[1]", versions).replace("return counted", "v = counted")
     return f"""
-if tonumber(redis.call('HGET', KEYS[7], 'g') or '0') ~= tonumber(ARGV[7]) then
+if tonumber(redis.call('HGET', {library}, 'g') or '0') ~= tonumber(ARGV[5]) then
   return {{2}}
 end
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if v ~= tonumber(ARGV[1]) then
   return {{0, v, redis.call('HGET', KEYS[1], 's') or ''}}
 end
-local ttl = tonumber(ARGV[5])
+local ttl = {int(ttl)}
 if ARGV[2] ~= '' then
 {next_version}
   redis.call('HSET', KEYS[1], 'v', v, 's', ARGV[2])
@@ -109,23 +115,24 @@ elseif v == 0 then
 end
 redis.call('EXPIRE', KEYS[1], ttl)
 local now = tonumber(ARGV[4])
-redis.call('ZADD', KEYS[2], now, ARGV[3])
-local count = tonumber(ARGV[8])
-local first = redis.call('INCRBY', KEYS[4], count) - count + 1
-if first % 64 < count then  -- now and then: forget the conversations idle past the ttl
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
-end
+redis.call('ZADD', {convs}, now, ARGV[3])
+local count = tonumber(ARGV[6])
+local first = redis.call('INCRBY', {next_id}, count) - count + 1
 for i = 0, count - 1 do
-  local at = 9 + 4 * i
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[6], (first + i) .. '-1', 'e', ARGV[at])
+  local at = 7 + 4 * i
+  redis.call('XADD', {journal}, (first + i) .. '-1', 'e', ARGV[at])
   if ARGV[at + 1] ~= '' then
-    redis.call('SADD', KEYS[5], ARGV[at + 1])
+    redis.call('SADD', {used}, ARGV[at + 1])
   end
   if ARGV[at + 2] ~= '' then
-    redis.call('SET', KEYS[9 + i], ARGV[at + 2], 'EX', ttl)
-    redis.call('SADD', KEYS[8], ARGV[at + 3])
-    redis.call('EXPIRE', KEYS[8], ttl)
+    redis.call('SET', KEYS[3 + i], ARGV[at + 2], 'EX', ttl)
+    redis.call('SADD', KEYS[2], ARGV[at + 3])
+    redis.call('EXPIRE', KEYS[2], ttl)
   end
+end
+if first % 64 < count then  -- now and then: forget the conversations idle past the ttl, cut the journal
+  redis.call('ZREMRANGEBYSCORE', {convs}, '-inf', now - ttl)
+  redis.call('XTRIM', {journal}, 'MAXLEN', '~', {int(cap)})
 end
 return {{1, first, v}}
 """
@@ -507,8 +514,6 @@ def _where(url: str) -> str:
     return f"{parts.scheme}://{where}{parts.path if host else ''}"
 
 
-# the commit's keys between the conversation's and its responses' (see _commit_script)
-_SHARED_KEYS = tuple(PREFIX + name for name in ("convs", "journal", "next", "used", "version", "lib"))
 _Seen = tuple[int, "dict[str, MachineState] | None", dict[str, Any]]
 _NEW: _Seen = (0, None, {})
 
@@ -555,7 +560,6 @@ class RedisStore(StateStore):
             redis.exceptions.TimeoutError,
         )
         self._stale: type[BaseException] = redis.exceptions.ConnectionError
-        self._commit = self._client.register_script(_commit_script())
         self._lane = _Lane(pool, CONNECTIONS, redis, timeout)
         self._no_script: type[BaseException] = redis.exceptions.NoScriptError
         self._append = self._client.register_script(APPEND)
@@ -565,6 +569,7 @@ class RedisStore(StateStore):
         self._report_unloaded = self._client.register_script(REPORT_UNLOADED)
         self._ttl = max(1, round(idle_seconds))
         self._journal_limit = max(1, journal_limit)
+        self._commit = self._client.register_script(_commit_script(self._ttl, self._journal_limit))
         self._entry_body_bytes = entry_body_bytes
         # per conversation: the version last seen, its states, and the states as stored (which keep the
         # scenarios this process does not serve: another process's library may have more)
@@ -754,7 +759,7 @@ class RedisStore(StateStore):
         return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args, meanwhile=meanwhile)
 
     def _commit_keys(self, key: str, turns: list[Turn]) -> list[str]:
-        keys = [PREFIX + "c:" + key, *_SHARED_KEYS, PREFIX + "cr:" + key]
+        keys = [PREFIX + "c:" + key, PREFIX + "cr:" + key]
         keys += [PREFIX + "r:" + (t.remember[0] if t.remember is not None else "") for t in turns]
         return keys
 
@@ -766,8 +771,6 @@ class RedisStore(StateStore):
             _encode(saved) if saved is not None else "",
             key,
             now,
-            self._ttl,
-            self._journal_limit,
             self._generation,
             len(turns),
         ]

@@ -1,0 +1,57 @@
+"""The journal in Redis stays about as long as the store's journal limit: the commit appends without
+cutting (cheaper for Redis), and cuts the journal to its limit every 64 entries."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import redis
+
+from mockllm.dsl.machines.compiler import load_and_compile
+from mockllm.runtime.engine.engine import Engine
+from mockllm.runtime.engine.journal import Delivery
+from mockllm.runtime.providers.registry import adapter_for
+from mockllm.runtime.request import HttpRequest
+from mockllm.server.redis_store import PREFIX, RedisStore
+
+SCRIPT = """mockllm 1
+
+scenario "always":
+    step answer:
+        reply:
+            text "hi"
+        always
+"""
+
+
+def test_the_journal_is_cut_to_about_its_limit_and_keeps_the_newest(redis_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "always.mockllm"
+    path.write_text(SCRIPT, encoding="utf-8")
+    library, _, diagnostics = load_and_compile([str(path)])
+    assert library is not None, diagnostics
+    adapter = adapter_for("openai")
+    body = b'{"model":"m","messages":[{"role":"user","content":"hello"}]}'
+    chat = adapter.parse(HttpRequest("POST", "/v1/chat/completions", {}, {"content-type": "application/json"}, body))
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client.delete(PREFIX + "journal")
+    limit, requests = 10, 700
+
+    async def run() -> list[int]:
+        store = RedisStore(Engine(library), redis_url, journal_limit=limit)
+        try:
+            ids = []
+            for _ in range(requests):
+                outcome = await store.handle(chat)
+                store.settle(outcome.entry_id, Delivery(200))
+                ids.append(outcome.entry_id)
+            return ids
+        finally:
+            await store.close()
+
+    ids = asyncio.run(run())
+    kept = client.xrange(PREFIX + "journal")
+    client.close()
+    assert limit <= len(kept) <= limit + 64 + 100  # cut every 64 entries, whole stream nodes (100) at a time
+    assert kept[-1][0] == f"{ids[-1]}-1"  # the newest entry is kept
+    assert [int(i.split("-")[0]) for i, _ in kept] == ids[-len(kept) :]  # the last ones, in order
