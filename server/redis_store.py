@@ -130,7 +130,8 @@ for i = 0, count - 1 do
     redis.call('EXPIRE', KEYS[2], ttl)
   end
 end
-if first % 64 < count then  -- now and then: forget the conversations idle past the ttl, cut the journal
+if (first + count - 1) % 64 < count then  -- an id a multiple of 64 written: forget the conversations
+  -- idle past the ttl, cut the journal (the batches' ids follow one another: each multiple is seen once)
   redis.call('ZREMRANGEBYSCORE', {convs}, '-inf', now - ttl)
   redis.call('XTRIM', {journal}, 'MAXLEN', '~', {int(cap)})
 end

@@ -165,8 +165,13 @@ class RenderAhead:
         try:
             ctx = self._context(outcome.response_id or None)
             rendered = self._adapter.render(plan, self._chat, ctx)
-            head = None
-            if rendered.frames is None and plan.disconnect_after is None and plan.stream_error is None:
+            head = None  # (with scripted headers, made when sent: an invalid name is reported once)
+            if (
+                rendered.frames is None
+                and not plan.headers
+                and plan.disconnect_after is None
+                and plan.stream_error is None
+            ):
                 extra = debug_headers(outcome)
                 extra.extend(plan.headers)
                 head = response_head(rendered, extra, len(rendered.body))

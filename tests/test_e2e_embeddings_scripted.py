@@ -96,7 +96,6 @@ def test_openai_scripted_error_vectors_flags_and_chat(serve: Serve) -> None:
 def test_gemini_scripted_vectors_and_error(serve: Serve) -> None:
     with serve(SCRIPT) as server:
         client = opened(genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.url)))
-        opened(client)
         with pytest.raises(genai_errors.ClientError) as caught:
             client.models.embed_content(model="text-embedding-004", contents="fail now")
         assert caught.value.code == 429 and caught.value.status == "RESOURCE_EXHAUSTED"
@@ -108,7 +107,6 @@ def test_gemini_scripted_vectors_and_error(serve: Serve) -> None:
 def test_ollama_scripted_vectors_and_error(serve: Serve) -> None:
     with serve(SCRIPT) as server:
         client = opened(ollama.Client(host=server.url))
-        opened(client)
         with pytest.raises(ollama.ResponseError) as caught:
             client.embed(model="nomic-embed-text", input="fail")
         assert caught.value.status_code == 429 and caught.value.error == "Rate limit reached for embeddings"

@@ -291,3 +291,17 @@ def test_entries_sharing_or_differing_in_their_parts_are_each_written_right() ->
     for _ in range(2):  # the second time, every part is already kept
         for entry in [*base, *variants]:
             assert entry.to_json_text() == encode(entry.to_json())
+
+
+def test_a_long_model_name_is_written_but_not_kept() -> None:
+    """The model and path come from the client: the text of a long one is not kept between entries."""
+    import json
+
+    from mockllm.runtime.engine import journal
+
+    entry = attrs.evolve(_entries()[1], model="m" * 10_000)
+    kept = dict(journal._FRAGMENTS)
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+    assert entry.to_json_text() == encode(entry.to_json())
+    assert not any("m" * 10_000 in text for text in journal._FRAGMENTS.values())
+    assert set(journal._FRAGMENTS) - set(kept) <= {k for k in journal._FRAGMENTS if len(k) == 6}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 import redis
 
 from mockllm.dsl.machines.compiler import load_and_compile
@@ -55,3 +56,52 @@ def test_the_journal_is_cut_to_about_its_limit_and_keeps_the_newest(redis_url: s
     assert limit <= len(kept) <= limit + 64 + 100  # cut every 64 entries, whole stream nodes (100) at a time
     assert kept[-1][0] == f"{ids[-1]}-1"  # the newest entry is kept
     assert [int(i.split("-")[0]) for i, _ in kept] == ids[-len(kept) :]  # the last ones, in order
+
+
+@pytest.mark.parametrize("before", [0, 61])
+def test_the_journal_is_cut_when_turns_of_one_conversation_are_committed_in_batches(
+    redis_url: str, tmp_path: Path, before: int
+) -> None:
+    """64 clients on one conversation: its turns are committed in batches (of 1 and 63 in turn, once
+    settled), whose ids follow one another; each multiple of 64 among them cuts the journal, wherever
+    the ids started (after 61 earlier entries, a test of the batch's first id alone never cut it)."""
+    path = tmp_path / "always.mockllm"
+    path.write_text(SCRIPT, encoding="utf-8")
+    library, _, diagnostics = load_and_compile([str(path)])
+    assert library is not None, diagnostics
+    adapter = adapter_for("openai")
+    body = b'{"model":"m","messages":[{"role":"user","content":"hello"}]}'
+    headers = {"content-type": "application/json", "x-mockllm-conversation": "one"}
+    chat = adapter.parse(HttpRequest("POST", "/v1/chat/completions", {}, headers, body))
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client.delete(PREFIX + "journal")
+    client.set(PREFIX + "next", before)
+    limit, left = 10, [3000]
+    batches: list[int] = []
+
+    async def run() -> None:
+        store = RedisStore(Engine(library), redis_url, journal_limit=limit)
+        commit = store._run_commit
+
+        async def counted(keys: list[str], args: list[object], meanwhile: object) -> object:
+            batches.append(int(str(args[5])))  # the number of turns committed together
+            return await commit(keys, args, meanwhile)  # type: ignore[arg-type]
+
+        store._run_commit = counted  # type: ignore[method-assign]
+
+        async def one_client() -> None:
+            while left[0] > 0:
+                left[0] -= 1
+                outcome = await store.handle(chat)
+                store.settle(outcome.entry_id, Delivery(200))
+
+        try:
+            await asyncio.gather(*[one_client() for _ in range(64)])
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+    kept = client.xlen(PREFIX + "journal")
+    client.close()
+    assert max(batches) > 1  # turns were committed together
+    assert limit <= kept <= limit + 64 + 100

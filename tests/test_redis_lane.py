@@ -187,6 +187,10 @@ def test_a_reply_rendered_ahead_is_given_back_only_for_the_outcome_it_was_render
     assert head == response_head(rendered, debug_headers(first), len(rendered.body))
     assert (b"content-length", str(len(rendered.body)).encode()) in head
     assert (b"x-mockllm-conversation", b"c") in head
+    scripted = Outcome("c", 0, MessagePlan("m", text="x", headers=(("x-bad name", "v"),)), response_id="r3")
+    ahead(scripted)  # a scripted header's head is made when it is sent (an invalid name is reported once)
+    assert ahead.take(scripted) is not None and ahead.take(scripted)[2] is None  # type: ignore[index]
+    ahead(first)
     other = Outcome("d", 7, first.plan, response_id="r1")  # (the head names the conversation: made again)
     assert ahead.take(other) is not None and ahead.take(other)[2] is None  # type: ignore[index]
 

@@ -216,7 +216,7 @@ def test_redis_restarted_mid_run_gives_clear_errors_then_recovers(tmp_path: Path
                 client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
             assert down.value.status_code == 503
             assert "the shared state store is unreachable (Redis at redis://127.0.0.1:" in down.value.message
-            claude = opened(anthropic.Anthropic(base_url=url, api_key="test", max_retries=0))
+            claude = anthropic.Anthropic(base_url=url, api_key="test", max_retries=0)
             with claude, pytest.raises(anthropic.APIStatusError) as down_too:
                 claude.messages.create(
                     model="claude-sonnet-4-5", max_tokens=100, messages=[{"role": "user", "content": QUESTION}]
@@ -327,7 +327,7 @@ def test_how_each_answer_went_is_journalled_once_as_in_memory(redis_url: str, sh
         ("wait", 0, True, "hang: the client gave up"),
     ]
     with mockllm.serve(DELIVERIES, state=redis_url if shared else None) as server:
-        client = opened(openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0, timeout=2))
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0, timeout=2)
         with client:
             client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "fine"}])
             with pytest.raises(openai.InternalServerError):

@@ -41,6 +41,7 @@ _json_text = compact_encoder(default=str)
 # are made of; forgotten all at once past _FRAGMENTS_LIMIT (a library of that many steps, or models)
 _FRAGMENTS: dict[tuple[Any, ...], str] = {}
 _FRAGMENTS_LIMIT = 4096
+_FRAGMENT_CHARS = 512  # the longest kept
 
 
 def _keep(key: tuple[Any, ...], text: str) -> None:
@@ -197,7 +198,8 @@ class JournalEntry:
                 f'"provider":{_text(self.provider)},"endpoint":{_text(self.endpoint)},"model":{_text(self.model)},'
                 f'"stream":{_TRUTH[bool(self.stream)]}'
             )
-            _keep(asked, request)
+            if len(request) <= _FRAGMENT_CHARS:  # (the model and path are the client's: a long one is not kept)
+                _keep(asked, request)
         who = (self.scenario, self.step, self.location, bool(self.fallback), bool(self.echo), self.no_match is None)
         answer = fragments.get(who)
         if answer is None:
