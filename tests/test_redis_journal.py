@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import redis
@@ -16,6 +17,10 @@ from mockllm.runtime.providers.registry import adapter_for
 from mockllm.runtime.request import HttpRequest
 from mockllm.server.redis_store import PREFIX, RedisStore
 
+if TYPE_CHECKING:
+    from mockllm.dsl.machines.compiled import CompiledLibrary
+    from mockllm.runtime.request import ChatRequest
+
 SCRIPT = """mockllm 1
 
 scenario "always":
@@ -26,14 +31,19 @@ scenario "always":
 """
 
 
-def test_the_journal_is_cut_to_about_its_limit_and_keeps_the_newest(redis_url: str, tmp_path: Path) -> None:
+def _library_and_chat(tmp_path: Path) -> tuple[CompiledLibrary, ChatRequest]:
+    """SCRIPT compiled, and a chat request in the conversation named ``one``."""
     path = tmp_path / "always.mockllm"
     path.write_text(SCRIPT, encoding="utf-8")
     library, _, diagnostics = load_and_compile([str(path)])
     assert library is not None, diagnostics
-    adapter = adapter_for("openai")
     body = b'{"model":"m","messages":[{"role":"user","content":"hello"}]}'
-    chat = adapter.parse(HttpRequest("POST", "/v1/chat/completions", {}, {"content-type": "application/json"}, body))
+    headers = {"content-type": "application/json", "x-mockllm-conversation": "one"}
+    return library, adapter_for("openai").parse(HttpRequest("POST", "/v1/chat/completions", {}, headers, body))
+
+
+def test_the_journal_is_cut_to_about_its_limit_and_keeps_the_newest(redis_url: str, tmp_path: Path) -> None:
+    library, chat = _library_and_chat(tmp_path)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     client.delete(PREFIX + "journal")
     limit, requests = 10, 700
@@ -65,14 +75,7 @@ def test_the_journal_is_cut_when_turns_of_one_conversation_are_committed_in_batc
     """64 clients on one conversation: its turns are committed in batches (of 1 and 63 in turn, once
     settled), whose ids follow one another; each multiple of 64 among them cuts the journal, wherever
     the ids started (after 61 earlier entries, a test of the batch's first id alone never cut it)."""
-    path = tmp_path / "always.mockllm"
-    path.write_text(SCRIPT, encoding="utf-8")
-    library, _, diagnostics = load_and_compile([str(path)])
-    assert library is not None, diagnostics
-    adapter = adapter_for("openai")
-    body = b'{"model":"m","messages":[{"role":"user","content":"hello"}]}'
-    headers = {"content-type": "application/json", "x-mockllm-conversation": "one"}
-    chat = adapter.parse(HttpRequest("POST", "/v1/chat/completions", {}, headers, body))
+    library, chat = _library_and_chat(tmp_path)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     client.delete(PREFIX + "journal")
     client.set(PREFIX + "next", before)
