@@ -172,9 +172,7 @@ class RenderAhead:
                 and plan.disconnect_after is None
                 and plan.stream_error is None
             ):
-                extra = debug_headers(outcome)
-                extra.extend(plan.headers)
-                head = response_head(rendered, extra, len(rendered.body))
+                head = response_head(rendered, debug_headers(outcome), len(rendered.body))
         except Exception:
             return
         self._made = (outcome, ctx, rendered, head)
