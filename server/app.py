@@ -471,7 +471,9 @@ def create_app(
     """The ASGI application serving ``engine``, its state kept in ``store`` (default: in memory).
     ``app.state.mockllm`` is its :class:`ServerState`."""
     opts = options or ServerOptions()
-    state = ServerState(engine, opts, adapters, store or open_store(engine, opts.state, opts.scenario_base))
+    state = ServerState(
+        engine, opts, adapters, store or open_store(engine, opts.state, opts.scenario_base, opts.state_poll_s)
+    )
     endpoints = [(spec, ProviderEndpoint(state, spec)) for spec in ROUTES]
     routes: list[BaseRoute] = [Route(spec.path, endpoint, methods=list(spec.methods)) for spec, endpoint in endpoints]
     routes.append(admin_mount(engine, opts, state.store))

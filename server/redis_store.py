@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import socket
+import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -50,6 +51,7 @@ from mockllm.runtime.engine.engine import continued, response_id
 from mockllm.runtime.engine.journal import DEFAULT_ENTRY_BODY_BYTES, Delivery, JournalEntry
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.jsonout import compact_encoder
+from mockllm.server.poll_window import DEFAULT_POLL_S, MAX_POLL_S, PollWindow
 from mockllm.server.posted import Posted, merged
 from mockllm.server.store import StateStore
 
@@ -322,6 +324,9 @@ class _Wire(asyncio.Protocol):
         self._stream.connection_lost(exc)  # redis-py's writer learns the connection is closed
 
 
+_yield_core: Callable[[], None] = getattr(os, "sched_yield", lambda: None)  # (none on Windows)
+
+
 def _meanwhile(call: Callable[[], object]) -> None:
     """``call()`` while a command is on its way: whatever it raises is logged, never taken for a broken
     exchange (the command was sent; Redis may well run it)."""
@@ -336,9 +341,11 @@ class _Lane:
     running one command at a time, without the client's per-command pool locks, retries and metrics
     -- most of the client's cost per request -- and read through a :class:`_Wire` where hiredis is
     installed. One watchdog holds every exchange to its deadline instead of a timer per exchange
-    (``asyncio.timeout`` costs a request as much as Redis's own work)."""
+    (``asyncio.timeout`` costs a request as much as Redis's own work). While an exchange waits within
+    its poll window (server/poll_window.py), the loop polls instead of sleeping: one callback kept ready,
+    so each turn of the loop looks for I/O without a timeout."""
 
-    def __init__(self, pool: Any, size: int, redis: Any, timeout: float) -> None:
+    def __init__(self, pool: Any, size: int, redis: Any, timeout: float, poll: float = DEFAULT_POLL_S) -> None:
         self._pool = pool
         self._idle: list[tuple[Any, _Wire | None]] = []
         # at most ``size`` exchanges at once; the others wait their turn, first come first served (what
@@ -353,6 +360,9 @@ class _Lane:
         self._busy: dict[asyncio.Task[Any], float] = {}  # the exchanges under way and their deadlines
         self._late: set[asyncio.Task[Any]] = set()  # those the watchdog interrupted
         self._watchdog: asyncio.Task[None] | None = None
+        self._window = PollWindow(poll)
+        self._polling = False  # a _poll callback is ready or about to be
+        self._poll_until = 0.0  # the loop polls until then while exchanges wait
         try:
             import hiredis
         except ImportError:
@@ -385,16 +395,37 @@ class _Lane:
                     waiting = wire.exchange(pack(args))
                     if meanwhile is not None:
                         _meanwhile(meanwhile)
+                    polled = self._poll_from_now()
                     answer = await waiting
                 except ConnectionError as exc:
                     raise self._broken(str(exc)) from None
+                if polled is not None:
+                    self._window.answered(time.monotonic() - polled)
                 if isinstance(answer, Exception):  # an error reply, as redis-py's reader makes it
                     raise answer
                 return answer, wire
         await connection.send_packed_command(connection.pack_command(*args), check_health=False)
         if meanwhile is not None:
             _meanwhile(meanwhile)
-        return await connection.read_response(), None
+        polled = self._poll_from_now()
+        answer = await connection.read_response()
+        if polled is not None:
+            self._window.answered(time.monotonic() - polled)
+        return answer, None
+
+    def _poll_from_now(self) -> float | None:
+        """A command was sent: when its wait is polled (see :class:`PollWindow`), the loop polls until the
+        window ends (or no exchange waits), and the time it started is returned; else None."""
+        window = self._window
+        if not window.polls():
+            return None
+        now = time.monotonic()  # (uvloop's loop.time() counts whole milliseconds: too coarse here)
+        self._poll_until = now + window.limit
+        if not self._polling:
+            self._polling = True
+            loop = asyncio.get_running_loop()
+            loop.call_soon(self._poll, loop)
+        return now
 
     async def run(self, *args: Any, meanwhile: Callable[[], object] | None = None) -> Any:
         """The answer to the command ``args`` (an error reply raised as redis-py raises it); ``meanwhile()``
@@ -434,6 +465,16 @@ class _Lane:
             return answer
         finally:
             self._next_turn()
+
+    def _poll(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Ready again while an exchange waits within the window: a loop with a callback ready polls
+        for I/O without sleeping (the answer is read as it comes, the other connections served as usual),
+        and the core is offered to any other process ready on it at each turn."""
+        if self._busy and time.monotonic() < self._poll_until:
+            _yield_core()  # a Redis (or anything) ready on this very core runs now, not after the window
+            loop.call_soon(self._poll, loop)
+        else:
+            self._polling = False
 
     async def _wait_turn(self) -> None:
         """Wait until an exchange ends and hands its slot on (see :meth:`_next_turn`)."""
@@ -535,10 +576,14 @@ class RedisStore(StateStore):
         entry_body_bytes: int = DEFAULT_ENTRY_BODY_BYTES,
         cache_size: int = 10_000,
         timeout: float = 10.0,
+        poll: float = DEFAULT_POLL_S,
     ) -> None:
-        """``timeout``: how long to wait for a connection to Redis and for each of its answers."""
+        """``timeout``: how long to wait for a connection to Redis and for each of its answers; ``poll``:
+        how long to poll for an answer before the loop may sleep (server/poll_window.py; 0: never)."""
         if not timeout > 0:
             raise UsageError(f"mockllm: the Redis timeout must be positive, not {timeout!r}")
+        if not 0 <= poll <= MAX_POLL_S:
+            raise UsageError(f"mockllm: the Redis poll window must be 0 to {MAX_POLL_S:g} seconds, not {poll!r}")
         super().__init__(engine)
         redis = _redis_module()
         self.url = check_url(url)
@@ -561,7 +606,7 @@ class RedisStore(StateStore):
             redis.exceptions.TimeoutError,
         )
         self._stale: type[BaseException] = redis.exceptions.ConnectionError
-        self._lane = _Lane(pool, CONNECTIONS, redis, timeout)
+        self._lane = _Lane(pool, CONNECTIONS, redis, timeout, poll)
         self._no_script: type[BaseException] = redis.exceptions.NoScriptError
         self._append = self._client.register_script(APPEND)
         self._drop = self._client.register_script(DROP_CONVERSATION)

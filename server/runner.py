@@ -27,6 +27,7 @@ from mockllm.server.options import (
     DEFAULT_SHUTDOWN_GRACE_S,
     ServerOptions,
 )
+from mockllm.server.poll_window import DEFAULT_POLL_S
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -378,6 +379,7 @@ def serve_command(args: argparse.Namespace) -> int:
         return 2
     options = ServerOptions(
         state=getattr(args, "state", None) or None,
+        state_poll_s=int(getattr(args, "state_poll", round(DEFAULT_POLL_S * 1e6))) / 1e6,
         no_auth=bool(getattr(args, "no_auth", False)),
         lenient=bool(getattr(args, "lenient", False)),
         admin_token=token,

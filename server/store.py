@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mockllm.server.poll_window import DEFAULT_POLL_S
 from mockllm.server.posted import Posted, merged
 
 if TYPE_CHECKING:
@@ -98,9 +99,10 @@ class StateStore:
         """Release connections (nothing to release in memory)."""
 
 
-def open_store(engine: Engine, url: str | None, root: str = ".") -> StateStore:
+def open_store(engine: Engine, url: str | None, root: str = ".", poll: float = DEFAULT_POLL_S) -> StateStore:
     """The store ``--state URL`` names: None for memory, ``redis://HOST:PORT/DB`` for Redis, which
-    compiles scenarios other processes post against ``root``, the scenario base. Raises
+    compiles scenarios other processes post against ``root``, the scenario base, and polls for its
+    answers for ``poll`` seconds at most (server/poll_window.py). Raises
     :class:`~mockllm.errors.UsageError` for a URL it cannot use (another scheme, the extra missing)."""
     if not url:
         return StateStore(engine)
@@ -114,4 +116,5 @@ def open_store(engine: Engine, url: str | None, root: str = ".") -> StateStore:
         journal_limit=engine.journal_limit,
         entry_body_bytes=engine.journal_entry_body_bytes,
         cache_size=engine.max_conversations,
+        poll=poll,
     )

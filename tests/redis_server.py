@@ -7,6 +7,7 @@ import socket
 import socketserver
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,10 +40,13 @@ __all__ = ["RedisServer"]
 
 
 @contextmanager
-def redis_proxy(upstream: str, *, hang: bytes = b"", twice: bytes = b"") -> Iterator[tuple[str, list[bytes]]]:
+def redis_proxy(
+    upstream: str, *, hang: bytes = b"", twice: bytes = b"", slow: bytes = b"", delay: float = 0.0
+) -> Iterator[tuple[str, list[bytes]]]:
     """The Redis at ``upstream`` behind a proxy on a thread of its own that passes every command on, but
-    never answers (nor passes on) the command named ``hang`` and sends Redis's answer to ``twice`` twice:
-    the proxy's URL, and the commands it received, in order (``b"CONNECTED"`` for each new connection)."""
+    never answers (nor passes on) the command named ``hang``, sends Redis's answer to ``twice`` twice and
+    holds the answer to ``slow`` for ``delay`` seconds: the proxy's URL, and the commands it received, in
+    order (``b"CONNECTED"`` for each new connection)."""
     import hiredis
 
     received: list[bytes] = []
@@ -61,6 +65,8 @@ def redis_proxy(upstream: str, *, hang: bytes = b"", twice: bytes = b"") -> Iter
                         if name != hang:
                             redis.sendall(hiredis.pack_command(tuple(command)))
                             answer = one_reply(redis)
+                            if name == slow:
+                                time.sleep(delay)
                             self.request.sendall(answer * 2 if name == twice else answer)
 
     def one_reply(redis: socket.socket) -> bytes:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.errors import FileError, MockllmError, UsageError
+from mockllm.server.poll_window import DEFAULT_POLL_S, MAX_POLL_S
 
 if TYPE_CHECKING:
     from mockllm.dsl.tree.nodes import ScriptFile
@@ -304,6 +305,9 @@ def _number(parse: Callable[[str], _N], what: str, ok: Callable[[_N], bool], wit
 
 
 _positive_int = _number(int, "a whole number", lambda v: v >= 1, "a number above 0")
+_poll_microseconds = _number(
+    int, "a whole number of microseconds", lambda v: 0 <= v <= MAX_POLL_S * 1e6, f"0 to {round(MAX_POLL_S * 1e6)}"
+)
 _port = _number(int, "a port number", lambda v: 0 <= v <= 65535, "a port between 0 and 65535")
 _seconds = _number(float, "a number of seconds", lambda v: v > 0, "a number of seconds above 0")
 _seconds_or_zero = _number(
@@ -397,6 +401,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         metavar="N",
         help="serve from N processes on one port (above 1 needs --state; default: 1)",
+    )
+    p.add_argument(
+        "--state-poll",
+        type=_poll_microseconds,
+        default=round(DEFAULT_POLL_S * 1e6),
+        metavar="MICROSECONDS",
+        help="with --state: how long a request waiting for Redis's answer keeps its process polling before "
+        f"it lets the core sleep, 0 to {round(MAX_POLL_S * 1e6)} (0: never; default: {round(DEFAULT_POLL_S * 1e6)})",
     )
     p.add_argument("--no-auth", action="store_true", help="do not check provider credentials")
     p.add_argument("--lenient", action="store_true", help="do not validate conversation histories")
