@@ -343,7 +343,7 @@ class _Lane:
     installed. One watchdog holds every exchange to its deadline instead of a timer per exchange
     (``asyncio.timeout`` costs a request as much as Redis's own work). While an exchange waits within
     its poll window (server/poll_window.py), the loop polls instead of sleeping: one callback kept ready,
-    so each turn of the loop looks for I/O without a timeout."""
+    so each turn of the loop looks for I/O with a zero timeout."""
 
     def __init__(self, pool: Any, size: int, redis: Any, timeout: float, poll: float = DEFAULT_POLL_S) -> None:
         self._pool = pool
@@ -361,7 +361,7 @@ class _Lane:
         self._late: set[asyncio.Task[Any]] = set()  # those the watchdog interrupted
         self._watchdog: asyncio.Task[None] | None = None
         self._window = PollWindow(poll)
-        self._polling = False  # a _poll callback is ready or about to be
+        self._polling: asyncio.AbstractEventLoop | None = None  # the loop a _poll callback is ready on
         self._poll_until = 0.0  # the loop polls until then while exchanges wait
         try:
             import hiredis
@@ -400,7 +400,7 @@ class _Lane:
                 except ConnectionError as exc:
                     raise self._broken(str(exc)) from None
                 if polled is not None:
-                    self._window.answered(time.monotonic() - polled)
+                    self._window.answered(time.perf_counter() - polled)
                 if isinstance(answer, Exception):  # an error reply, as redis-py's reader makes it
                     raise answer
                 return answer, wire
@@ -408,9 +408,14 @@ class _Lane:
         if meanwhile is not None:
             _meanwhile(meanwhile)
         polled = self._poll_from_now()
-        answer = await connection.read_response()
+        try:
+            answer = await connection.read_response()
+        except self._replies:  # an error reply: answered all the same, as on a wire
+            if polled is not None:
+                self._window.answered(time.perf_counter() - polled)
+            raise
         if polled is not None:
-            self._window.answered(time.monotonic() - polled)
+            self._window.answered(time.perf_counter() - polled)
         return answer, None
 
     def _poll_from_now(self) -> float | None:
@@ -419,11 +424,11 @@ class _Lane:
         window = self._window
         if not window.polls():
             return None
-        now = time.monotonic()  # (uvloop's loop.time() counts whole milliseconds: too coarse here)
+        now = time.perf_counter()  # (uvloop's loop.time() counts whole milliseconds: too coarse here)
         self._poll_until = now + window.limit
-        if not self._polling:
-            self._polling = True
-            loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
+        if self._polling is not loop:  # (a loop closed with the chain pending left its own behind)
+            self._polling = loop
             loop.call_soon(self._poll, loop)
         return now
 
@@ -470,11 +475,13 @@ class _Lane:
         """Ready again while an exchange waits within the window: a loop with a callback ready polls
         for I/O without sleeping (the answer is read as it comes, the other connections served as usual),
         and the core is offered to any other process ready on it at each turn."""
-        if self._busy and time.monotonic() < self._poll_until:
-            _yield_core()  # a Redis (or anything) ready on this very core runs now, not after the window
+        if self._polling is not loop:
+            return  # a chain of a closed loop's, replaced
+        if self._busy and time.perf_counter() < self._poll_until:
+            _yield_core()  # a Redis (or anything) ready on this very core may run now, not after the window
             loop.call_soon(self._poll, loop)
         else:
-            self._polling = False
+            self._polling = None
 
     async def _wait_turn(self) -> None:
         """Wait until an exchange ends and hands its slot on (see :meth:`_next_turn`)."""

@@ -348,6 +348,13 @@ def serve_command(args: argparse.Namespace) -> int:
     if watching and not paths:
         print("mockllm: --watch needs the files to watch: give PATH or set MOCKLLM_SCENARIOS", file=sys.stderr)
         return 2
+    poll = getattr(args, "state_poll", None)
+    if poll is not None and not getattr(args, "state", None):
+        print(
+            "mockllm: --state-poll needs --state redis://HOST:PORT/DB (it sets how requests wait for Redis)",
+            file=sys.stderr,
+        )
+        return 2
     imported: list[str] = []
     if paths:
         from mockllm.dsl.diagnostics import render
@@ -379,7 +386,7 @@ def serve_command(args: argparse.Namespace) -> int:
         return 2
     options = ServerOptions(
         state=getattr(args, "state", None) or None,
-        state_poll_s=int(getattr(args, "state_poll", round(DEFAULT_POLL_S * 1e6))) / 1e6,
+        state_poll_s=DEFAULT_POLL_S if poll is None else int(poll) / 1e6,
         no_auth=bool(getattr(args, "no_auth", False)),
         lenient=bool(getattr(args, "lenient", False)),
         admin_token=token,

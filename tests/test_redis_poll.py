@@ -44,7 +44,8 @@ def on_lane(
     loop = asyncio.SelectorEventLoop(selector)
 
     async def run() -> _T:
-        store = RedisStore(Engine(None), url, timeout=10.0, poll=poll)
+        # (a long timeout: the watchdog's own wake-ups, every quarter of it, stay out of the record)
+        store = RedisStore(Engine(None), url, timeout=3600.0, poll=poll)
         if reading == "redis-py":
             store._lane._pack = None  # as when hiredis is not installed
         try:
@@ -60,7 +61,7 @@ def on_lane(
 
 def waiting(timeouts: list[float | None]) -> list[float | None]:
     """The waits for I/O of one exchange before its answer was read: all but the last, the turn of the
-    loop that resumes the request (with it ready, a wait with no timeout)."""
+    loop that resumes the request (with it ready, a wait with a zero timeout)."""
     return timeouts[:-1]
 
 
@@ -94,14 +95,15 @@ def test_waiting_within_the_window_the_loop_never_sleeps_and_stops_polling_once_
     assert (lane._window.misses, lane._window.resting) == (0, 0)
 
 
-def test_a_window_of_zero_lets_the_loop_sleep_while_it_waits(redis_url: str) -> None:
+@pytest.mark.parametrize("reading", ["hiredis", "redis-py"])
+def test_a_window_of_zero_lets_the_loop_sleep_while_it_waits(redis_url: str, reading: str) -> None:
     async def body(lane: Any, selector: RecordingSelector) -> list[float | None]:
         await lane.run("PING")
         selector.timeouts.clear()
         assert await lane.run("ECHO", "slept") == "slept"
         return waiting(selector.timeouts)
 
-    during = on_lane(redis_url, 0.0, body)
+    during = on_lane(redis_url, 0.0, body, reading)
     assert sleeps(during) >= 1
     assert polls(during) == 0
 
@@ -132,7 +134,7 @@ def test_answers_later_than_the_window_end_its_poll_and_in_a_row_rest_polling(re
 
 
 def test_serve_state_poll_takes_microseconds_and_zero_and_refuses_the_rest(redis_url: str, tmp_path: Path) -> None:
-    """`--state-poll 0` serves (never polling); out of range is refused by the command line, before serving."""
+    """`--state-poll 0` serves (never polling); out of range, or without `--state`, is refused before serving."""
     import subprocess
 
     from mockllm.server.poll_window import MAX_POLL_S
@@ -146,6 +148,11 @@ def test_serve_state_poll_takes_microseconds_and_zero_and_refuses_the_rest(redis
         )
         assert done.returncode == 2
         assert "argument --state-poll: expected" in done.stderr
+    alone = subprocess.run(
+        [sys.executable, "-m", "mockllm", "serve", "--state-poll", "50"], capture_output=True, text=True, timeout=60
+    )
+    assert alone.returncode == 2
+    assert "mockllm: --state-poll needs --state redis://HOST:PORT/DB" in alone.stderr
     script = tmp_path / "hi.mockllm"
     script.write_text(
         'mockllm 1\nscenario "hi":\n    step hello:\n        when:\n            last user message contains "hi"\n'
@@ -173,3 +180,35 @@ def test_serve_state_poll_takes_microseconds_and_zero_and_refuses_the_rest(redis
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_the_window_given_reaches_the_store_and_the_default_is_200_microseconds(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the command line to the options `mockllm serve` serves with, and from the options to the store."""
+    from mockllm.cli import build_parser
+    from mockllm.server import runner
+    from mockllm.server.app import create_app, server_state
+    from mockllm.server.options import ServerOptions
+
+    served: list[ServerOptions] = []
+
+    def run(library: object, **kwargs: Any) -> int:  # where serving would start: the options are kept instead
+        served.append(kwargs["options"])
+        return 0
+
+    monkeypatch.setattr(runner, "run", run)
+    for extra in (["--state-poll", "50"], ["--state-poll", "0"], []):
+        args = build_parser().parse_args(["serve", "--state", redis_url, *extra])
+        assert args.func(args) == 0
+    assert [options.state_poll_s for options in served] == [50e-6, 0.0, 200e-6]
+
+    async def limits() -> list[float]:
+        found = []
+        for options in served:
+            store: Any = server_state(create_app(Engine(None), options)).store
+            found.append(store._lane._window.limit)
+            await store.close()
+        return found
+
+    assert asyncio.run(limits()) == [50e-6, 0.0, 200e-6]

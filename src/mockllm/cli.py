@@ -405,7 +405,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--state-poll",
         type=_poll_microseconds,
-        default=round(DEFAULT_POLL_S * 1e6),
         metavar="MICROSECONDS",
         help="with --state: how long a request waiting for Redis's answer keeps its process polling before "
         f"it lets the core sleep, 0 to {round(MAX_POLL_S * 1e6)} (0: never; default: {round(DEFAULT_POLL_S * 1e6)})",
