@@ -212,3 +212,39 @@ def test_the_window_given_reaches_the_store_and_the_default_is_200_microseconds(
         return found
 
     assert asyncio.run(limits()) == [50e-6, 0.0, 200e-6]
+
+
+@pytest.mark.parametrize("poll", [0.1, 0.0])
+def test_on_uvloop_the_loop_keeps_turning_while_a_polled_wait_lasts(redis_url: str, poll: float) -> None:
+    """uvloop (Uvicorn's and Granian's loop) hides its waits for I/O: there, the poll is seen turning the
+    loop thousands of times through a 30 ms wait (a loop that slept would turn it once or twice), and not
+    at all with a window of zero."""
+    import uvloop
+
+    async def body() -> int:
+        store = RedisStore(Engine(None), url, timeout=3600.0, poll=poll)
+        lane: Any = store._lane
+        turns = 0
+        poll_once = lane._poll
+
+        def counted(loop: asyncio.AbstractEventLoop) -> None:
+            nonlocal turns
+            turns += 1
+            poll_once(loop)
+
+        lane._poll = counted
+        try:
+            await lane.run("PING")
+            turns = 0
+            assert await lane.run("ECHO", "uvloop") == "uvloop"
+            return turns
+        finally:
+            await store.close()
+
+    with redis_proxy(redis_url, slow=b"ECHO", delay=0.03) as (url, _):
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            turns = runner.run(body())
+    if poll:
+        assert turns >= 100
+    else:
+        assert turns == 0
