@@ -345,7 +345,7 @@ class _Lane:
     its poll window (server/poll_window.py), the loop polls instead of sleeping: one callback kept ready,
     so each turn of the loop looks for I/O with a zero timeout."""
 
-    def __init__(self, pool: Any, size: int, redis: Any, timeout: float, poll: float = DEFAULT_POLL_S) -> None:
+    def __init__(self, pool: Any, size: int, redis: Any, timeout: float, poll: float) -> None:
         self._pool = pool
         self._idle: list[tuple[Any, _Wire | None]] = []
         # at most ``size`` exchanges at once; the others wait their turn, first come first served (what
@@ -399,8 +399,7 @@ class _Lane:
                     answer = await waiting
                 except ConnectionError as exc:
                     raise self._broken(str(exc)) from None
-                if polled is not None:
-                    self._window.answered(time.perf_counter() - polled)
+                self._poll_ended(polled)
                 if isinstance(answer, Exception):  # an error reply, as redis-py's reader makes it
                     raise answer
                 return answer, wire
@@ -411,11 +410,9 @@ class _Lane:
         try:
             answer = await connection.read_response()
         except self._replies:  # an error reply: answered all the same, as on a wire
-            if polled is not None:
-                self._window.answered(time.perf_counter() - polled)
+            self._poll_ended(polled)
             raise
-        if polled is not None:
-            self._window.answered(time.perf_counter() - polled)
+        self._poll_ended(polled)
         return answer, None
 
     def _poll_from_now(self) -> float | None:
@@ -431,6 +428,12 @@ class _Lane:
             self._polling = loop
             loop.call_soon(self._poll, loop)
         return now
+
+    def _poll_ended(self, polled: float | None) -> None:
+        """The answer to a command is in: how long its wait took, told to the window when it was polled
+        (``polled``: what :meth:`_poll_from_now` returned)."""
+        if polled is not None:
+            self._window.answered(time.perf_counter() - polled)
 
     async def run(self, *args: Any, meanwhile: Callable[[], object] | None = None) -> Any:
         """The answer to the command ``args`` (an error reply raised as redis-py raises it); ``meanwhile()``

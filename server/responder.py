@@ -139,6 +139,11 @@ def raw_rendered(plan: RawPlan) -> Rendered:
     return Rendered(status=status, media_type="application/json", body=body)
 
 
+def _faulted(reply: MessagePlan) -> bool:
+    """Whether ``reply`` is cut short or ends in an error (sent through :func:`_faulted_whole` when whole)."""
+    return reply.disconnect_after is not None or reply.stream_error is not None
+
+
 class RenderAhead:
     """The reply rendered while the shared state store commits the turn it decided (its round trip to
     Redis, which one request at a time nothing else overlaps): called with that outcome, it renders a
@@ -166,12 +171,7 @@ class RenderAhead:
             ctx = self._context(outcome.response_id or None)
             rendered = self._adapter.render(plan, self._chat, ctx)
             head = None  # (with scripted headers, made when sent: an invalid name is reported once)
-            if (
-                rendered.frames is None
-                and not plan.headers
-                and plan.disconnect_after is None
-                and plan.stream_error is None
-            ):
+            if rendered.frames is None and not plan.headers and not _faulted(plan):
                 head = response_head(rendered, debug_headers(outcome), len(rendered.body))
         except Exception:
             return
@@ -263,7 +263,7 @@ async def deliver(
             return
 
     if rendered.frames is None:
-        if reply is not None and (reply.disconnect_after is not None or reply.stream_error is not None):
+        if reply is not None and _faulted(reply):
             await _faulted_whole(reply, rendered, adapter, ctx, channel, extra, record)
             return
         status = rendered.status

@@ -219,16 +219,14 @@ class JournalEntry:
         body_bytes = self.body_bytes
         time = self.time  # a finite float as json writes it; anything else through json
         when = repr(time) if type(time) is float and time - time == 0 else _json_text(time)
-        note = self.note
-        rejected = self.rejected
         return (
             f'{{"id":{int(self.id)},"time":{when},"conversation":{_text(self.conversation)},{request},{answer},'
             f'"no_match":{no_match},"expectation_failed":{_text(self.expectation_failed)},'
             f'"status":{int(self.status)},"client_gone":{_TRUTH[self.client_gone]},'
-            f'"note":{"null" if note is None else _text(note)},"response_id":{_text(self.response_id)},"body":{body},'
+            f'"note":{_text(self.note)},"response_id":{_text(self.response_id)},"body":{body},'
             f'"body_bytes":{"null" if body_bytes is None else int(body_bytes)},'
             f'"body_truncated":{_TRUTH[bool(self.body_truncated)]},'
-            f'"rejected":{"null" if rejected is None else _text(rejected)}}}'
+            f'"rejected":{_text(self.rejected)}}}'
         )
 
     def _body_json(self) -> Any:
