@@ -69,6 +69,19 @@ def test_the_refusal_shown_is_what_mockllm_prints(tmp_path: Path) -> None:
     assert done.stderr == shown
 
 
+def test_the_state_poll_refusal_shown_is_what_mockllm_prints(tmp_path: Path) -> None:
+    shown = next(b.text for b in blocks(PAGE) if b.lang == "text" and "--state-poll needs" in b.text)
+    done = subprocess.run(
+        [sys.executable, "-m", "mockllm", "serve", "scenarios/", "--state-poll", "0"],
+        cwd=_project(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == shown
+
+
 def _serve_options(argv: list[str]) -> dict[str, object]:
     assert argv[:2] == ["mockllm", "serve"]
     return vars(build_parser().parse_args(argv[1:]))

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
 import pytest
 from redis_server import redis_proxy
+from sdk_clients import oa
 
 from mockllm.runtime.engine.engine import Engine
 from mockllm.server.poll_window import MISSES_TO_REST, REST_WAITS
@@ -170,13 +170,8 @@ def test_serve_state_poll_takes_microseconds_and_zero_and_refuses_the_rest(redis
         with server.stdout:
             line = server.stdout.readline()
         assert line.startswith("mockllm listening on "), line
-        base = line.split()[-1]
-        with httpx.Client(base_url=base, timeout=10) as client:
-            answer = client.post(
-                "/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-            )
-        assert answer.status_code == 200, answer.text
-        assert answer.json()["choices"][0]["message"]["content"] == "polled or not"
+        answer = oa(line.split()[-1]).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert answer.choices[0].message.content == "polled or not"
     finally:
         server.terminate()
         server.wait(timeout=30)
