@@ -8,7 +8,7 @@ from botocore.eventstream import ChecksumMismatch, EventStreamBuffer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mockllm.runtime.providers import eventstream
+from mockllm.runtime.providers.bedrock import eventstream
 
 names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=20).filter(
     lambda s: len(s.encode()) < 256

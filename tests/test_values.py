@@ -20,8 +20,8 @@ from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, RenderContext, Rendered
+from mockllm.runtime.providers.bedrock.eventstream import EventMessage
 from mockllm.runtime.providers.common import WireTurn
-from mockllm.runtime.providers.eventstream import EventMessage
 from mockllm.runtime.providers.gemini import _Target
 from mockllm.runtime.providers.responses import _Parsed
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall

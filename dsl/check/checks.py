@@ -19,12 +19,12 @@ import re
 import attrs
 
 from mockllm.dsl.check.common import Reporter
-from mockllm.dsl.check.inputs import check_reaches_inputs
 from mockllm.dsl.check.names import check_file_names, check_ref, check_replacements, check_scenario_names
 from mockllm.dsl.check.predicates import check_capture, check_condition
 from mockllm.dsl.check.reachability import check_reachable, predecessors
 from mockllm.dsl.check.replies import ELEMENT_WORDS, check_elements
 from mockllm.dsl.check.templates import Scope, condition_templates, named_templates, step_scopes, template_refs
+from mockllm.dsl.check.vectors import check_reaches_inputs
 from mockllm.dsl.diagnostics import Diagnostic, Related, sort_key
 from mockllm.dsl.parse.loader import Library
 from mockllm.dsl.span import Span

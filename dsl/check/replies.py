@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mockllm.dsl.check.common import Reporter, line_of
-from mockllm.dsl.check.inputs import check_input_elements
+from mockllm.dsl.check.vectors import check_input_elements
 from mockllm.dsl.diagnostics import Related
 from mockllm.dsl.tree.nodes import (
     Body,

@@ -55,9 +55,9 @@ from mockllm.runtime.engine.journal import (
 from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
 from mockllm.runtime.reply.ids import anthropic_message_id
-from mockllm.runtime.reply.inputs import default_plan, plan_inputs
 from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
+from mockllm.runtime.reply.vectors import default_plan, plan_inputs
 from mockllm.runtime.request import ChatRequest, Message, ToolCall, resolve_tool_names
 from mockllm.runtime.values import fast_frozen
 

@@ -28,9 +28,9 @@ import attrs
 from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import JSON_MEDIA, json_bytes, json_response, load_json_object, sse_frame
-from mockllm.runtime.providers.embed_openai import parse_embeddings, render_embeddings
 from mockllm.runtime.providers.inputs import Parse, Render
 from mockllm.runtime.providers.openai_chat import ChunkFramer, OpenAIChatAdapter, completion_payload
+from mockllm.runtime.providers.openai_embed import parse_embeddings, render_embeddings
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 

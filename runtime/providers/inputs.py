@@ -1,7 +1,7 @@
 """Embedding and moderation routes as adapters: the provider's chat adapter answers auth and errors
 (so every error has that provider's shape), the route's own functions parse and render.
 
-Each provider module (``embed_openai``, ``embed_gemini``, ``embed_ollama``) offers one parse/render pair
+Each provider module (``openai_embed``, ``gemini_embed``, ``ollama_embed``) offers one parse/render pair
 per route in its ``ROUTES``; the provider's registry entry names the module (``inputs``) and each
 route's path (``Route(..., "inputs", "NAME.ROUTE")``). A provider added later adds its module and
 those entry fields: the engine, the language, the default embedder

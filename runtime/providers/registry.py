@@ -130,7 +130,7 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         ),
         upstream="https://api.openai.com",
         recorded=r"/chat/completions$",
-        inputs="embed_openai",
+        inputs="openai_embed",
     ),
     ProviderEntry(
         name="responses",
@@ -182,7 +182,7 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         chat_path="/v1beta/models/{model}:generateContent",
         recorded=r"/models/.*:(?:generateContent|streamGenerateContent)$",
         prefixes=("/v1beta/",),
-        inputs="embed_gemini",
+        inputs="gemini_embed",
         default_model="gemini-2.0-flash",
         model_methods={**_GENERATE, "embedContent": "inputs", "batchEmbedContents": "inputs"},
     ),
@@ -199,7 +199,7 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         ),
         upstream="http://localhost:11434",
         prefixes=("/api/",),
-        inputs="embed_ollama",
+        inputs="ollama_embed",
     ),
     ProviderEntry(
         name="cohere",
@@ -210,7 +210,7 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         ),
         upstream="https://api.cohere.com",
         prefixes=("/v2/",),
-        inputs="embed_cohere",
+        inputs="cohere_embed",
     ),
     ProviderEntry(
         name="mistral",
@@ -220,11 +220,11 @@ ENTRIES: tuple[ProviderEntry, ...] = (
             Route("/v1/embeddings", ("POST",), "inputs", "mistral.embeddings", when=_mistral_client),
         ),
         upstream="https://api.mistral.ai",
-        inputs="embed_mistral",
+        inputs="mistral_embed",
     ),
     ProviderEntry(
         name="bedrock",
-        adapter="bedrock:BedrockAdapter",
+        adapter="bedrock.adapter:BedrockAdapter",
         # converse, converse-stream, invoke, invoke-with-response-stream: the adapter reads the
         # operation (and the model id, which may hold `/` once decoded) from the path
         routes=(
@@ -236,6 +236,7 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         default_model="anthropic.claude-3-5-sonnet-20240620-v1:0",
         recorded=r"/model/.+/(?:converse|converse-stream|invoke|invoke-with-response-stream)$",
         prefixes=("/model/",),
+        reader="bedrock",
     ),
 )
 

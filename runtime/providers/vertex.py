@@ -23,8 +23,8 @@ from mockllm.runtime.embed.embedder import vector_json
 from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
-from mockllm.runtime.providers.embed_gemini import parse_batch, parse_embed, render_batch, render_embed
 from mockllm.runtime.providers.gemini import GeminiAdapter, _bad, _get, _list, _load_body, _obj, _target
+from mockllm.runtime.providers.gemini_embed import parse_batch, parse_embed, render_batch, render_embed
 from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider

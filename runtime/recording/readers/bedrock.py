@@ -1,7 +1,7 @@
 """Bedrock answers: Converse (``output.message.content``, or ConverseStream's events) and Invoke with
 Anthropic bodies (the Messages shape, whole, or InvokeModelWithResponseStream's ``chunk`` events,
 each carrying one Messages event in base64). Streams are AWS event-stream frames, decoded by the
-provider's own module (:mod:`mockllm.runtime.providers.eventstream`); a stream cut mid-frame is read
+provider's own module (:mod:`mockllm.runtime.providers.bedrock.eventstream`); a stream cut mid-frame is read
 up to its last whole frame."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from mockllm.runtime.providers.eventstream import EventMessage, EventStreamError, decode
+from mockllm.runtime.providers.bedrock.eventstream import EventMessage, EventStreamError, decode
 from mockllm.runtime.recording.answer import (
     Answer,
     Call,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mockllm.runtime.embed.models import MAX_DIMENSIONS
 from mockllm.runtime.providers.base import RenderContext, Rendered
+from mockllm.runtime.providers.cohere_embed import encoded
 from mockllm.runtime.providers.common import (
     JSON_MEDIA,
     FieldPath,
@@ -20,10 +21,9 @@ from mockllm.runtime.providers.common import (
     require_str,
     utf8_json,
 )
-from mockllm.runtime.providers.embed_cohere import encoded
-from mockllm.runtime.providers.embed_openai import embedding_inputs
 from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
 from mockllm.runtime.providers.mistral import completion_id, request_headers
+from mockllm.runtime.providers.openai_embed import embedding_inputs
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 

@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from mockllm.runtime.providers import eventstream
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.bedrock import eventstream
 from mockllm.runtime.providers.common import json_bytes, lower_headers, stream_response
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import HttpRequest

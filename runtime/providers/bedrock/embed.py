@@ -10,7 +10,7 @@ from typing import Any
 from mockllm.runtime.embed.embedder import vector_json
 from mockllm.runtime.embed.models import MAX_DIMENSIONS
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
-from mockllm.runtime.providers.bedrock_wire import JSON_MEDIA, request_id
+from mockllm.runtime.providers.bedrock.wire import JSON_MEDIA, request_id
 from mockllm.runtime.providers.common import describe, json_text
 from mockllm.runtime.providers.inputs import inputs_request
 from mockllm.runtime.reply.plan import MessagePlan

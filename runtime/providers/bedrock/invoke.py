@@ -17,7 +17,7 @@ import attrs
 
 from mockllm.runtime.providers.anthropic import AnthropicAdapter, parse_body
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
-from mockllm.runtime.providers.bedrock_wire import JSON_MEDIA, event_frame, event_stream, latency_ms, request_id
+from mockllm.runtime.providers.bedrock.wire import JSON_MEDIA, event_frame, event_stream, latency_ms, request_id
 from mockllm.runtime.providers.common import json_bytes
 from mockllm.runtime.reply.ids import base62
 from mockllm.runtime.reply.plan import MessagePlan

@@ -9,7 +9,7 @@ from typing import Any
 from mockllm.runtime.providers import events
 from mockllm.runtime.providers.anthropic import signature
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
-from mockllm.runtime.providers.bedrock_wire import JSON_MEDIA, event_frame, event_stream, latency_ms, request_id
+from mockllm.runtime.providers.bedrock.wire import JSON_MEDIA, event_frame, event_stream, latency_ms, request_id
 from mockllm.runtime.providers.common import (
     FieldPath,
     WireTurn,

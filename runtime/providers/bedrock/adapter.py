@@ -1,9 +1,9 @@
 """AWS Bedrock Runtime (docs/providers/bedrock.md): one adapter for the operations under
 ``/model/{modelId}/``, each handled by its module -- ``converse`` and ``converse-stream``
-(``bedrock_converse``); ``invoke`` and ``invoke-with-response-stream`` with Anthropic bodies
-(``bedrock_invoke``); ``invoke`` with Titan or Cohere embedding bodies (``bedrock_embed``); and
+(``converse``); ``invoke`` and ``invoke-with-response-stream`` with Anthropic bodies
+(``invoke``); ``invoke`` with Titan or Cohere embedding bodies (``embed``); and
 ``count-tokens`` of a Converse or an InvokeModel body, here. Auth and errors are the same for all
-(``bedrock_wire``).
+(``wire``).
 
 The model id is the path segment between ``/model/`` and the operation, as the server decoded it:
 boto3 sends ``anthropic.claude-3-5-sonnet-20240620-v1%3A0`` and the scenario sees
@@ -18,10 +18,10 @@ import attrs
 
 from mockllm.runtime.providers.anthropic import input_text
 from mockllm.runtime.providers.base import BaseAdapter, ProviderError, RenderContext, Rendered
-from mockllm.runtime.providers.bedrock_converse import parse_converse, render_converse, validate_converse
-from mockllm.runtime.providers.bedrock_embed import is_embedding, parse_embed, render_embed
-from mockllm.runtime.providers.bedrock_invoke import parse_invoke, render_invoke, validate_invoke
-from mockllm.runtime.providers.bedrock_wire import check_auth, error_response, request_id, stream_exception
+from mockllm.runtime.providers.bedrock.converse import parse_converse, render_converse, validate_converse
+from mockllm.runtime.providers.bedrock.embed import is_embedding, parse_embed, render_embed
+from mockllm.runtime.providers.bedrock.invoke import parse_invoke, render_invoke, validate_invoke
+from mockllm.runtime.providers.bedrock.wire import check_auth, error_response, request_id, stream_exception
 from mockllm.runtime.providers.common import JSON_MEDIA, json_bytes, load_json_object
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.plan import MessagePlan
