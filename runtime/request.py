@@ -7,12 +7,11 @@ from typing import Any, Literal
 
 import attrs
 
+from mockllm.dsl.operations import Operation as Operation  # what a request asks for: `endpoint is "embeddings"`
 from mockllm.dsl.providers import Provider as Provider  # the language's provider names: one list
 from mockllm.runtime.values import fast_frozen
 
 Role = Literal["system", "user", "assistant", "tool"]
-#: What a request asks for, whatever the provider's path: the `endpoint is "embeddings"` names.
-Operation = Literal["chat", "embeddings", "moderations"]
 
 
 @fast_frozen

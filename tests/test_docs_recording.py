@@ -95,6 +95,6 @@ def test_the_provider_table_names_every_provider_that_records() -> None:
     for e in ENTRIES:
         _, embeddings, upstream = table[e.name]
         assert upstream.startswith(f"`{e.upstream}`"), (e.name, upstream)
-        routes = [r.inputs for r in e.routes if r.inputs is not None and not r.inputs.endswith("moderations")]
-        embeds = bool(routes) or "inputs" in e.model_methods.values() or e.name == "bedrock"  # Bedrock: invoke
+        routes = [r.pair for r in e.routes if r.pair is not None and r.serves == "embeddings"]
+        embeds = bool(routes) or "embeddings" in e.model_operations.values() or e.name == "bedrock"  # Bedrock: invoke
         assert (embeddings != "—") == embeds, e.name

@@ -4,18 +4,21 @@ request by the entries' claims."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import textwrap
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from mockllm.cli import main
+from mockllm.dsl.operations import OPERATIONS
 from mockllm.dsl.parse.parser import grammar_text, parse_text
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.dsl.tree.reference import SUBJECTS, VALUES
 from mockllm.runtime.providers import registry
-from mockllm.runtime.providers.registry import ENTRIES, ProviderEntry, RegistryError, Route
+from mockllm.runtime.providers.registry import ENTRIES, ProviderEntry, RegistryError, Route, Service, Transport
 from mockllm.runtime.recording.readers import READERS
 from mockllm.server.recorder import PUBLIC_APIS, parse_upstreams
 
@@ -260,3 +263,57 @@ def test_the_architecture_page_example_is_a_valid_entry() -> None:
     assert shared is not None
     route = eval(shared.group(1), {"Route": Route})
     assert route.when is not None and route.when("/v1/chat/completions", {"user-agent": "mistral-client-python/1"})
+
+
+#: "Adding an operation" in docs/architecture.md: the files a new operation touches
+ADDING_OPERATION = (DOCS / "architecture.md").read_text(encoding="utf-8").split("## Adding an operation", 1)[1]
+(OPERATION_FILES,) = re.findall(r"```text\n(.*?)```", ADDING_OPERATION.split("1. **Its name", 1)[0], re.S)
+
+
+def _serving(operation: str) -> list[tuple[ProviderEntry, Route | None]]:
+    """Each entry that serves ``operation``, with its route (None: one of its ``model_operations``)."""
+    found: list[tuple[ProviderEntry, Route | None]] = []
+    for e in ENTRIES:
+        found += [(e, r) for r in e.routes if r.serves == operation]
+        if operation in e.model_operations.values():
+            found.append((e, None))
+    return found
+
+
+def test_the_language_names_exactly_the_registry_operations() -> None:
+    assert sorted(OPERATIONS) == sorted(registry.OPERATIONS), (
+        "dsl/operations.py's Operation literal and OPERATIONS in runtime/providers/registry.py change together"
+    )
+    assert all(name == spec.name for name, spec in registry.OPERATIONS.items())
+
+
+def test_adding_an_operation_lists_the_files_each_operation_has() -> None:
+    """The architecture page's list of the files a new operation touches is what every operation has."""
+    files = [line.split()[0] for line in OPERATION_FILES.strip().splitlines()]
+    assert len(files) == len(set(files)) == 6
+    language = (DOCS / "language.md").read_text(encoding="utf-8")
+    (endpoint_row,) = [line for line in language.splitlines() if line.startswith("| `endpoint` |")]
+    for name, spec in registry.OPERATIONS.items():
+        serving = _serving(name)
+        assert serving, f"no entry in ENTRIES serves the operation {name}"
+        assert (f'"{name}"' in endpoint_row) == spec.engine, f"docs/language.md: the endpoint row and {name}"
+        for e, route in serving:
+            assert (DOCS / e.docs).is_file(), e.docs
+            assert (ROOT / "tests" / f"test_e2e_{e.name}.py").is_file(), f"{e.name} serves {name}: no SDK tests"
+            if spec.handler != "inputs":
+                continue
+            key = route.pair if route is not None else None
+            assert e.pairs is not None, f"{e.name} serves {name} by a pair but names no `pairs` module"
+            module = importlib.import_module(f"mockllm.runtime.providers.{e.pairs}")
+            pairs = {k for k in module.ROUTES if k.startswith(f"{e.name}.")}
+            assert key is None or key in pairs, f"{e.name}: {key} is not in {e.pairs}.ROUTES"
+            assert (ROOT / "runtime" / "providers" / f"{e.pairs}.py").is_file()
+
+
+def test_every_route_names_an_operation_or_a_service_and_a_transport() -> None:
+    for spec in registry.ROUTES:
+        assert spec.transport in get_args(Transport)
+        assert spec.operation is None or spec.operation in registry.OPERATIONS
+        assert spec.operation is not None or spec.handler in get_args(Service)
+    by_operation = {spec.operation for spec in registry.ROUTES}
+    assert {"chat", "embeddings", "moderations", "count_tokens", None} <= by_operation

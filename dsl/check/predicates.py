@@ -12,6 +12,7 @@ import attrs
 
 from mockllm.dsl.check.common import Reporter, did_you_mean, word_list
 from mockllm.dsl.check.regex_risk import MAX_EXPANDED, expanded_size, nested_quantifier, overlapping_alternatives
+from mockllm.dsl.operations import OPERATIONS  # what `endpoint` names without a leading `/`
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.describe import OP_WORDS, PROVIDERS
@@ -19,8 +20,6 @@ from mockllm.dsl.tree.nodes import Capture, Condition, Regex, SubjectKind
 
 SUBJECT_KINDS = frozenset(get_args(SubjectKind))
 PRESENCE_SUBJECTS = frozenset({"header", "field", "tool_result", "last_user_message", "tools", "input"})
-#: What `endpoint` compares with when its value has no leading `/`: the operation, whatever the path.
-OPERATIONS = ("chat", "embeddings", "moderations", "count_tokens")
 STRING_OPS = ("is", "is_not", "contains", "not_contains", "matches", "not_matches", "glob")
 ROLES = ("user", "assistant", "system", "tool")
 REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}

@@ -14,6 +14,7 @@ from typing import Literal
 
 import attrs
 
+from mockllm.dsl.operations import OPERATIONS
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.dsl.tree.describe import OP_WORDS
 
@@ -312,8 +313,9 @@ SUBJECTS: tuple[Entry, ...] = (
     _subject("provider", "The API the request came to: " + ", ".join(f"`{p}`" for p in PROVIDERS) + "."),
     _subject(
         "endpoint",
-        'The request path, e.g. `"/v1/chat/completions"`, or an operation: `"chat"`, '
-        '`"embeddings"`, `"moderations"`, `"count_tokens"`.',
+        'The request path, e.g. `"/v1/chat/completions"`, or an operation: '
+        + ", ".join(f'`"{o}"`' for o in OPERATIONS)
+        + ".",
     ),
     _subject("model", "The requested model name."),
     _subject("stream", "`true` when the client asked for a stream."),

@@ -2,8 +2,8 @@
 (so every error has that provider's shape), the route's own functions parse and render.
 
 Each provider module (``openai_embed``, ``gemini_embed``, ``ollama_embed``) offers one parse/render pair
-per route in its ``ROUTES``; the provider's registry entry names the module (``inputs``) and each
-route's path (``Route(..., "inputs", "NAME.ROUTE")``). A provider added later adds its module and
+per route in its ``ROUTES``; the provider's registry entry names the module (``pairs``) and each
+route's path (``Route(..., "embeddings", "NAME.ROUTE")``). A provider added later adds its module and
 those entry fields: the engine, the language, the default embedder
 and the journal need nothing new, because every pair produces the same provider-neutral request (the
 texts in ``inputs``, ``operation`` set) and renders the same plan (``vectors`` or ``flags``)."""
@@ -104,8 +104,8 @@ def route_for_path(path: str, headers: Mapping[str, str] | None = None) -> str |
 
 def route_functions(route: str) -> tuple[Parse, Render]:
     """The parse/render pair of an input route (``"openai.embeddings"``, ``"gemini.batchEmbedContents"`` …):
-    the ``ROUTES`` of the module the provider's registry entry names in ``inputs``."""
-    module = registry.entry(route.partition(".")[0]).inputs
+    the ``ROUTES`` of the module the provider's registry entry names in ``pairs``."""
+    module = registry.entry(route.partition(".")[0]).pairs
     if module is None:
         raise KeyError(route)
     pairs: dict[str, tuple[Parse, Render]] = importlib.import_module(f"mockllm.runtime.providers.{module}").ROUTES

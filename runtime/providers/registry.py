@@ -16,16 +16,25 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import attrs
 
 from mockllm.errors import MockllmError
 from mockllm.runtime.providers.base import Adapter
-from mockllm.runtime.request import Provider
+from mockllm.runtime.request import Operation, Provider
 
-#: what the server does with a route's requests (``server/app.py``)
+#: how the server answers a route's requests (``server/app.py``): "chat" (the adapter parses and
+#: renders, the engine decides), "inputs" (the route's own parse/render pair, the engine decides),
+#: "count_tokens" (the adapter answers alone), "model_path" (``…/models/{model}:METHOD``: by method),
+#: and the listings and banners ("models", "tags", "version", "root")
 Handler = Literal["chat", "inputs", "count_tokens", "models", "model_path", "tags", "version", "root"]
+#: what a route serves that is not an operation: the listings and banners, and the paths that name
+#: their operation after the model (``…/models/{model}:METHOD``, the entry's ``model_operations``)
+Service = Literal["models", "model_path", "tags", "version", "root"]
+#: how a route's requests arrive: an HTTP request and response (streamed or not), a WebSocket session,
+#: or a process's standard input and output
+Transport = Literal["http", "websocket", "stdio"]
 #: whether a request to a shared path is this provider's: ``(path, headers with lower-cased names)``
 Claim = Callable[[str, Mapping[str, str]], bool]
 
@@ -33,16 +42,63 @@ DEFAULT_PROVIDER: Provider = "openai"  # answers paths no entry claims
 
 
 @attrs.frozen
+class OperationSpec:
+    """One kind of request, whatever its provider: how the server answers it and on which transports.
+    Its name is the language's (``endpoint is "embeddings"``, ``dsl/operations.py``)."""
+
+    name: Operation
+    handler: Handler  # "chat", "inputs" (the route's ``pair``) or "count_tokens"
+    summary: str  # what it is, for a reader of this table
+    transports: tuple[Transport, ...] = ("http",)
+    engine: bool = True  # decided by the engine (steps match it, the journal keeps it); else the adapter answers
+
+
+#: every operation, by name: a new kind of request (speech, transcription, images, realtime, MCP) is
+#: one entry here, its name in ``dsl/operations.py``, its routes in the providers' entries and the
+#: module that parses and renders them (docs/architecture.md, "Adding an operation")
+OPERATIONS: dict[str, OperationSpec] = {
+    spec.name: spec
+    for spec in (
+        OperationSpec("chat", "chat", "a conversation turn: messages in, a message (or a stream) out"),
+        OperationSpec("embeddings", "inputs", "texts in, one vector each"),
+        OperationSpec("moderations", "inputs", "texts in, flagged categories for each"),
+        OperationSpec("count_tokens", "count_tokens", "a chat body in, its token count out", engine=False),
+    )
+}
+
+
+@attrs.frozen
 class Route:
-    """One path a provider serves. Several providers may list the same path (``/v1/models``, and
-    ``/v1/chat/completions`` for OpenAI and Mistral): then each but one says ``when`` the request is
-    its own, and the one without ``when`` takes the rest. Claims are tried in :data:`ENTRIES` order."""
+    """One path a provider serves, and what it serves there: an operation (``"chat"``,
+    ``"embeddings"``…, a key of :data:`OPERATIONS`) or a service (a listing, a banner). Several
+    providers may list the same path (``/v1/models``, and ``/v1/chat/completions`` for OpenAI and
+    Mistral): then each but one says ``when`` the request is its own, and the one without ``when``
+    takes the rest. Claims are tried in :data:`ENTRIES` order."""
 
     path: str  # a Starlette path pattern: ``{name}`` is one segment, ``{name:path}`` the rest
     methods: tuple[str, ...]
-    handler: Handler
-    inputs: str | None = None  # "inputs" routes: the route name in the entry's ``inputs`` module's ROUTES
+    serves: Operation | Service
+    #: an operation answered by its own parse/render pair (embeddings, moderations): the pair's key
+    #: ("openai.embeddings") in the ``ROUTES`` of the module the entry's ``pairs`` names
+    pair: str | None = None
     when: Claim | None = None
+    transport: Transport = "http"
+
+    @property
+    def operation(self) -> Operation | None:
+        """The operation this route serves, None for a service."""
+        spec = OPERATIONS.get(self.serves)
+        return spec.name if spec is not None else None
+
+    @property
+    def handler(self) -> Handler:
+        """How the server answers this route."""
+        spec = OPERATIONS.get(self.serves)
+        return spec.handler if spec is not None else cast(Service, self.serves)
+
+
+def _method_handlers(operations: Mapping[str, Operation]) -> Mapping[str, Handler]:
+    return {method: OPERATIONS[op].handler for method, op in operations.items()}
 
 
 @attrs.frozen
@@ -54,7 +110,9 @@ class ProviderEntry:
     routes: tuple[Route, ...]
     upstream: str  # the public API's base URL: where `mockllm record` forwards by default
     prefixes: tuple[str, ...] = ()  # unknown paths under these get this provider's 404/405
-    inputs: str | None = None  # module in mockllm.runtime.providers with ROUTES: embedding routes
+    #: module in mockllm.runtime.providers whose ``ROUTES`` maps each route's ``pair`` to its
+    #: parse/render functions (its embedding and moderation routes)
+    pairs: str | None = None
     upstream_from: Provider | None = None  # `--upstream NAME=URL` for that provider also sets this one
     #: where a bare chat body goes (`mockllm explain`); "{model}" is the body's model (default: the
     #: first "chat" route)
@@ -67,13 +125,17 @@ class ProviderEntry:
     #: adapter's module name); None: no reader yet, so its recorded traffic is not converted
     reader: str | None = attrs.field(default=attrs.Factory(lambda e: e.adapter.partition(":")[0], takes_self=True))
     docs: str = attrs.field(default=attrs.Factory(lambda e: f"providers/{e.name}.md", takes_self=True))  # docs/…
-    #: ``…/models/{model}:METHOD`` operations its "model_path" routes answer, and as what; an "inputs"
-    #: method's route is ``NAME.METHOD`` in the ``inputs`` module
-    model_methods: Mapping[str, Handler] = attrs.field(factory=dict)
+    #: ``…/models/{model}:METHOD`` operations its "model_path" routes answer; a method answered by a
+    #: parse/render pair has the pair ``NAME.METHOD`` in the ``pairs`` module
+    model_operations: Mapping[str, Operation] = attrs.field(factory=dict)
+    #: how the server answers each of ``model_operations`` (derived)
+    model_methods: Mapping[str, Handler] = attrs.field(
+        init=False, default=attrs.Factory(lambda e: _method_handlers(e.model_operations), takes_self=True)
+    )
 
 
 def _chat_route(routes: tuple[Route, ...]) -> str:
-    return next((r.path for r in routes if r.handler == "chat"), "")
+    return next((r.path for r in routes if r.serves == "chat"), "")
 
 
 def _header(name: str) -> Claim:
@@ -96,7 +158,7 @@ def _gemini_method(path: str, headers: Mapping[str, str]) -> bool:
 
 _VERTEX_MODEL = "/publishers/google/models/{rest:path}"
 #: the ``{model}:METHOD`` operations Gemini and Vertex share
-_GENERATE: dict[str, Handler] = {
+_GENERATE: dict[str, Operation] = {
     "generateContent": "chat",
     "streamGenerateContent": "chat",
     "countTokens": "count_tokens",
@@ -108,29 +170,29 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         adapter="azure:AzureAdapter",
         routes=(
             Route("/openai/deployments/{deployment}/chat/completions", ("POST",), "chat"),
-            Route("/openai/deployments/{deployment}/embeddings", ("POST",), "inputs", "azure.embeddings"),
+            Route("/openai/deployments/{deployment}/embeddings", ("POST",), "embeddings", "azure.embeddings"),
             Route("/openai/v1/chat/completions", ("POST",), "chat"),
-            Route("/openai/v1/embeddings", ("POST",), "inputs", "azure.embeddings"),
+            Route("/openai/v1/embeddings", ("POST",), "embeddings", "azure.embeddings"),
         ),
         upstream="https://YOUR-RESOURCE.openai.azure.com",  # every resource has its own: --upstream azure=URL
         prefixes=("/openai/",),
         chat_path="/openai/v1/chat/completions",  # needs no api-version
         recorded=r"/openai/(?:deployments/[^/]+|v1)/chat/completions$",
-        inputs="azure",
+        pairs="azure",
     ),
     ProviderEntry(
         name="openai",
         adapter="openai_chat:OpenAIChatAdapter",
         routes=(
             Route("/v1/chat/completions", ("POST",), "chat"),
-            Route("/v1/embeddings", ("POST",), "inputs", "openai.embeddings"),
-            Route("/v1/moderations", ("POST",), "inputs", "openai.moderations"),
+            Route("/v1/embeddings", ("POST",), "embeddings", "openai.embeddings"),
+            Route("/v1/moderations", ("POST",), "moderations", "openai.moderations"),
             Route("/v1/models", ("GET",), "models"),
             Route("/v1/models/{rest:path}", ("GET",), "model_path"),
         ),
         upstream="https://api.openai.com",
         recorded=r"/chat/completions$",
-        inputs="openai_embed",
+        pairs="openai_embed",
     ),
     ProviderEntry(
         name="responses",
@@ -164,9 +226,14 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         chat_path="/v1/projects/mockllm/locations/us-central1/publishers/google/models/{model}:generateContent",
         recorded=r"/publishers/google/models/[^/:]+:(?:generateContent|streamGenerateContent)$",
         prefixes=("/v1/projects/", "/v1/publishers/", "/v1beta1/"),
-        inputs="vertex",
+        pairs="vertex",
         default_model="gemini-2.0-flash",
-        model_methods={**_GENERATE, "embedContent": "inputs", "batchEmbedContents": "inputs", "predict": "inputs"},
+        model_operations={
+            **_GENERATE,
+            "embedContent": "embeddings",
+            "batchEmbedContents": "embeddings",
+            "predict": "embeddings",
+        },
     ),
     ProviderEntry(
         name="gemini",
@@ -182,45 +249,45 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         chat_path="/v1beta/models/{model}:generateContent",
         recorded=r"/models/.*:(?:generateContent|streamGenerateContent)$",
         prefixes=("/v1beta/",),
-        inputs="gemini_embed",
+        pairs="gemini_embed",
         default_model="gemini-2.0-flash",
-        model_methods={**_GENERATE, "embedContent": "inputs", "batchEmbedContents": "inputs"},
+        model_operations={**_GENERATE, "embedContent": "embeddings", "batchEmbedContents": "embeddings"},
     ),
     ProviderEntry(
         name="ollama",
         adapter="ollama:OllamaAdapter",
         routes=(
             Route("/api/chat", ("POST",), "chat"),
-            Route("/api/embed", ("POST",), "inputs", "ollama.embed"),
-            Route("/api/embeddings", ("POST",), "inputs", "ollama.embeddings"),
+            Route("/api/embed", ("POST",), "embeddings", "ollama.embed"),
+            Route("/api/embeddings", ("POST",), "embeddings", "ollama.embeddings"),
             Route("/api/tags", ("GET",), "tags"),
             Route("/api/version", ("GET",), "version"),
             Route("/", ("GET",), "root"),
         ),
         upstream="http://localhost:11434",
         prefixes=("/api/",),
-        inputs="ollama_embed",
+        pairs="ollama_embed",
     ),
     ProviderEntry(
         name="cohere",
         adapter="cohere:CohereAdapter",
         routes=(
             Route("/v2/chat", ("POST",), "chat"),
-            Route("/v2/embed", ("POST",), "inputs", "cohere.embed"),
+            Route("/v2/embed", ("POST",), "embeddings", "cohere.embed"),
         ),
         upstream="https://api.cohere.com",
         prefixes=("/v2/",),
-        inputs="cohere_embed",
+        pairs="cohere_embed",
     ),
     ProviderEntry(
         name="mistral",
         adapter="mistral:MistralAdapter",
         routes=(
             Route("/v1/chat/completions", ("POST",), "chat", when=_mistral_client),
-            Route("/v1/embeddings", ("POST",), "inputs", "mistral.embeddings", when=_mistral_client),
+            Route("/v1/embeddings", ("POST",), "embeddings", "mistral.embeddings", when=_mistral_client),
         ),
         upstream="https://api.mistral.ai",
-        inputs="mistral_embed",
+        pairs="mistral_embed",
     ),
     ProviderEntry(
         name="bedrock",
@@ -261,13 +328,15 @@ class RouteSpec:
     methods: tuple[str, ...]
     handler: Handler
     provider: Provider | None  # None: decided per request by ``claims`` (see :meth:`provider_of`)
-    inputs: str | None = None  # for embedding and moderation routes: runtime/providers/inputs.py's route name
+    inputs: str | None = None  # a route answered by a parse/render pair: the pair's key (``Route.pair``)
     claims: tuple[tuple[Provider, Claim | None], ...] = ()
-    #: a shared embedding path's route name for each claimant that names its own (Mistral's `/v1/embeddings`)
+    #: a shared embedding path's pair for each claimant that names its own (Mistral's `/v1/embeddings`)
     claim_inputs: tuple[tuple[Provider, str], ...] = ()
+    operation: Operation | None = None  # None: a service (a listing, a banner, ``…/models/{model}:METHOD``)
+    transport: Transport = "http"
 
     def inputs_for(self, provider: Provider) -> str | None:
-        """The embedding or moderation route ``provider`` answers this path with."""
+        """The parse/render pair ``provider`` answers this path with (embeddings, moderations)."""
         return next((name for who, name in self.claim_inputs if who == provider), self.inputs)
 
     def provider_of(self, path: str, headers: Mapping[str, str]) -> Provider:
@@ -295,7 +364,8 @@ def _route_table(entries: tuple[ProviderEntry, ...]) -> tuple[RouteSpec, ...]:
     table = []
     for path, claimants in by_path.items():
         first = claimants[0][1]
-        if any(r.handler != first.handler or (r.inputs is None) != (first.inputs is None) for _, r in claimants):
+        same = (first.serves, first.transport, first.pair is None)
+        if any((r.serves, r.transport, r.pair is None) != same for _, r in claimants):
             raise RegistryError(f"providers {', '.join(e.name for e, _ in claimants)} serve {path} differently")
         defaults = [e.name for e, r in claimants if r.when is None]
         if len(defaults) > 1:
@@ -303,8 +373,10 @@ def _route_table(entries: tuple[ProviderEntry, ...]) -> tuple[RouteSpec, ...]:
         methods = tuple(dict.fromkeys(m for _, r in claimants for m in r.methods))
         single = claimants[0][0].name if len(claimants) == 1 and first.when is None else None
         claims = tuple((e.name, r.when) for e, r in claimants)
-        own = tuple((e.name, r.inputs) for e, r in claimants[1:] if r.inputs is not None and r.inputs != first.inputs)
-        table.append(RouteSpec(path, methods, first.handler, single, first.inputs, claims, own))
+        own = tuple((e.name, r.pair) for e, r in claimants[1:] if r.pair is not None and r.pair != first.pair)
+        table.append(
+            RouteSpec(path, methods, first.handler, single, first.pair, claims, own, first.operation, first.transport)
+        )
     return tuple(table)
 
 
@@ -370,7 +442,7 @@ def recorded_provider(method: str, path: str, headers: Mapping[str, str] | None 
 
 
 def _chat_claim(e: ProviderEntry) -> Claim | None:
-    return next((r.when for r in e.routes if r.handler == "chat" and r.when is not None), None)
+    return next((r.when for r in e.routes if r.serves == "chat" and r.when is not None), None)
 
 
 def chat_path(name: str, body: Any) -> str:

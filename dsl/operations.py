@@ -1,0 +1,14 @@
+"""The operation names of the language: what a request asks for, whatever its provider's path, as
+``endpoint is "embeddings"`` names it. This is the one list, as ``dsl/providers.py`` is for providers:
+the checker, the editor help and ``runtime.request.Operation`` read it, and
+``runtime/providers/registry.py`` holds one :class:`OperationSpec` per name (how the server answers
+it, on which transports); ``tests/test_provider_registry.py`` fails when the two disagree."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+Operation = Literal["chat", "embeddings", "moderations", "count_tokens"]
+
+#: every operation name, in the order messages list them
+OPERATIONS: tuple[Operation, ...] = get_args(Operation)
