@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-Operation = Literal["chat", "embeddings", "moderations", "count_tokens"]
+Operation = Literal["chat", "embeddings", "moderations", "count_tokens", "mcp"]
 
 #: every operation name, in the order messages list them
 OPERATIONS: tuple[Operation, ...] = get_args(Operation)

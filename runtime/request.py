@@ -82,6 +82,9 @@ class ChatRequest:
     operation: Operation = "chat"
     inputs: tuple[str, ...] = ()
     dimensions: int | None = None
+    # an MCP tools/call (operation "mcp"): the tool's name and its arguments (a JSON object)
+    tool: str | None = None
+    arguments: Any = None
 
     # ---- derived views used by conditions, the engine and the echo responder ----
 

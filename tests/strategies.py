@@ -58,7 +58,7 @@ regexes = st.builds(
 )
 
 #: The subjects that take an argument: any_message a role, the others a name or a path.
-WITH_ARGUMENT = ("any_message", "tool_result", "header", "field")
+WITH_ARGUMENT = ("any_message", "tool_result", "header", "field", "argument")
 #: Every other subject (``provider``, ``model`` … ``input``).
 PLAIN_SUBJECTS = [kind for kind in get_args(n.SubjectKind) if kind not in WITH_ARGUMENT]
 ROLES = ["user", "assistant", "system", "tool"]
@@ -69,6 +69,7 @@ subjects = st.one_of(
     st.builds(lambda a: n.Subject("tool_result", a), texts),
     st.builds(lambda a: n.Subject("header", a), texts),
     st.builds(lambda a: n.Subject("field", a), texts),
+    st.builds(lambda a: n.Subject("argument", a), texts),
 )
 
 literal_values = st.one_of(
@@ -115,6 +116,8 @@ reply_elements: st.SearchStrategy[n.ReplyElement] = st.one_of(
     st.builds(n.Vector, st.lists(numbers, min_size=1, max_size=4).map(tuple)),
     st.builds(n.VectorsFrom, texts),
     st.builds(n.Flag, st.lists(texts, min_size=1, max_size=3).map(tuple)),
+    st.builds(n.Result, multiline_texts, st.booleans()),
+    st.builds(n.Result, json_objects),
 )
 
 
@@ -210,6 +213,16 @@ script_files = st.builds(
     st.lists(st.builds(n.NamedReply, names, element_tuples), max_size=2).map(tuple),
     st.none() | defaults,
     st.lists(scenarios, max_size=3).map(tuple),
+    st.lists(
+        st.builds(
+            n.McpServer,
+            texts,
+            st.lists(
+                st.builds(n.McpTool, names, texts, json_objects, st.none() | json_objects), min_size=1, max_size=2
+            ).map(tuple),
+        ),
+        max_size=2,
+    ).map(tuple),
 )
 
 

@@ -19,6 +19,7 @@ import re
 import attrs
 
 from mockllm.dsl.check.common import Reporter
+from mockllm.dsl.check.mcp import check_mcp_servers, check_mcp_step
 from mockllm.dsl.check.names import check_file_names, check_ref, check_replacements, check_scenario_names
 from mockllm.dsl.check.predicates import check_capture, check_condition
 from mockllm.dsl.check.reachability import check_reachable, predecessors
@@ -53,6 +54,7 @@ def _check_file(r: Reporter, f: ScriptFile) -> None:
             template_refs(r, el, f.path, None)
     _check_defaults(r, f)
     _check_duplicate_defaults(r, f)
+    check_mcp_servers(r, f)
     for sc in f.scenarios:
         _check_scenario(r, sc, f.path)
 
@@ -66,6 +68,7 @@ def _check_scenario(r: Reporter, sc: Scenario, file: str) -> None:
     for step, scope in zip(sc.steps, step_scopes(sc, preds), strict=True):
         _check_step(r, step, file, scope)
         _check_step_inputs(r, sc, step, file)
+        check_mcp_step(r, sc, step, file)
     if not sc.order_any:
         check_reachable(r, sc, preds, file)
 

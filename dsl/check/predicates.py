@@ -19,7 +19,7 @@ from mockllm.dsl.tree.describe import OP_WORDS, PROVIDERS
 from mockllm.dsl.tree.nodes import Capture, Condition, Regex, SubjectKind
 
 SUBJECT_KINDS = frozenset(get_args(SubjectKind))
-PRESENCE_SUBJECTS = frozenset({"header", "field", "tool_result", "last_user_message", "tools", "input"})
+PRESENCE_SUBJECTS = frozenset({"header", "field", "tool_result", "last_user_message", "tools", "input", "argument"})
 STRING_OPS = ("is", "is_not", "contains", "not_contains", "matches", "not_matches", "glob")
 ROLES = ("user", "assistant", "system", "tool")
 REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
@@ -40,7 +40,7 @@ def allowed_ops(kind: str) -> tuple[str, ...]:
         ops += ("present", "absent")
     if kind == "tool_result":
         ops += ("error",)
-    if kind == "field":
+    if kind in ("field", "argument"):
         ops += ("at_least", "at_most")
     return ops
 
@@ -134,7 +134,7 @@ def _value_problem(kind: str, words: str, op: str, value: object) -> tuple[str, 
                     "write an integer: `turn is 2`",
                 )
             return None
-        if kind == "field":
+        if kind in ("field", "argument"):
             return None
         if kind == "endpoint" and isinstance(value, str) and not value.startswith("/") and value not in OPERATIONS:
             return (

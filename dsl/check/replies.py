@@ -23,6 +23,7 @@ from mockllm.dsl.tree.nodes import (
     Latency,
     Refusal,
     ReplyElement,
+    Result,
     RetryAfter,
     Status,
     Stream,
@@ -59,6 +60,7 @@ ELEMENT_WORDS: dict[type, str] = {
     Vector: "vector",
     VectorsFrom: "vectors from",
     Flag: "flag",
+    Result: "result",
 }
 
 # What kind of answer an element makes; elements of different kinds cannot share a reply.
@@ -81,6 +83,7 @@ _KIND: dict[type, str] = {
     Vector: "vectors",
     VectorsFrom: "vectors",
     Flag: "flags",
+    Result: "result",
 }
 _SINGLE = (
     Finish,
@@ -125,6 +128,16 @@ _KIND_HINTS = {
     frozenset({"flags", "raw"}): f"{_RAW}; put the results in the `body`",
     frozenset({"vectors", "echo"}): "`echo` answers an embedding with the default embedder's vectors; remove one line",
     frozenset({"flags", "echo"}): "`echo` answers a moderation request with nothing flagged; remove one line",
+}
+_KIND_HINTS |= {  # an MCP tool's `result` answers a tool call, never a model request
+    frozenset({"result", other}): f"`result` lines answer an MCP tool call, `{word}` a model request; "
+    'give the tool call a step of its own (`when: tool is "NAME"`)'
+    for other, word in (("answer", "text"), ("vectors", "vector"), ("flags", "flag"), ("usage", "usage"))
+} | {
+    frozenset({"result", "error"}): "a tool answers either an error or a result; for a result with `isError`, "
+    'write `result error "…"`',
+    frozenset({"result", "raw"}): "an MCP tool call has no HTTP body of its own to script; use `result` lines",
+    frozenset({"result", "echo"}): "a tool call no step answers gets the default result; remove one line",
 }
 _KIND_HINTS |= {  # `usage` belongs to an answer (chat or vectors), so it conflicts where an answer does
     frozenset({"usage", other}): _KIND_HINTS[frozenset({"answer", other})] for other in ("error", "raw", "echo")

@@ -126,6 +126,11 @@ def _element_text(e: n.ReplyElement, indent: str) -> str:
         return f"{indent}vectors from {describe.quote(e.path)}"
     if isinstance(e, n.Flag):
         return f"{indent}flag {', '.join(describe.quote(c) for c in e.categories)}"
+    if isinstance(e, n.Result):
+        if isinstance(e.value, str):
+            word = "result error" if e.is_error else "result"
+            return f"{indent}{word} {string_literal(e.value, indent)}"
+        return f"{indent}result {json_text(e.value)}"
     raise TypeError(f"not a reply element: {e!r}")
 
 
@@ -293,6 +298,18 @@ class _Printer:
         if defaults.fallback is not None:
             self.reply(defaults.fallback, INDENT, keyword="fallback")
 
+    def mcp_server(self, server: n.McpServer, blank: bool) -> None:
+        self.emit(f"mcp server {describe.quote(server.name)}:", "", _key(server), blank)
+        inner = INDENT + INDENT
+        for tool in server.tools:
+            described = f" {describe.quote(tool.description)}" if tool.description else ""
+            self.emit(f"{INDENT}tool {tool.name}{described}:", INDENT, _key(tool))
+            end = tool.span.end_line + 1
+            self.emit(f"{inner}input {json_text(tool.input_schema)}", inner, self._find(tool.span.line, end, "input"))
+            if tool.output_schema is not None:
+                keys = self._find(tool.span.line, end, "output")
+                self.emit(f"{inner}output {json_text(tool.output_schema)}", inner, keys)
+
     def file(self, f: n.ScriptFile) -> None:
         if f.version is not None:
             self.emit(f"mockllm {f.version}", "", self._find(0, f.span.end_line + 1, "mockllm", column=1))
@@ -303,6 +320,8 @@ class _Printer:
         for r in f.replies:
             self.emit(f"reply {r.name}:", "", _key(r), blank=bool(self.out))
             self.elements(r.elements, INDENT)
+        for server in f.mcp_servers:
+            self.mcp_server(server, blank=bool(self.out))
         for s in f.scenarios:
             self.scenario(s, blank=bool(self.out))
 

@@ -2,7 +2,8 @@
 
 Shape (spans are left out; nodes read from JSON get a span naming the file, line 0)::
 
-    {"mockllm": 1, "uses": [...], "replies": [...], "defaults": {...} | null, "scenarios": [...]}
+    {"mockllm": 1, "uses": [...], "replies": [...], "defaults": {...} | null, "scenarios": [...],
+     "mcp_servers": [{"name": …, "tools": [{"name", "description", "input_schema", "output_schema"}]}]}
 
 Every node is an object with its attrs fields. Reply elements are tagged with ``"type"``, the
 snake_case class name (``{"type": "text", "text": "hi"}``, ``{"type": "tool_call", "name": …,
@@ -50,6 +51,7 @@ _ARG_SUBJECTS = {
     "tool_result": "the tool name",
     "header": "the header name",
     "field": "the dotted path",
+    "argument": "the dotted path",
 }
 
 
@@ -78,6 +80,8 @@ _NODE_CLASSES: frozenset[type] = frozenset(
         n.NamedReply,
         n.Defaults,
         n.Use,
+        n.McpTool,
+        n.McpServer,
         n.ScriptFile,
     }
 )
@@ -332,6 +336,17 @@ def _check(obj: Any) -> None:
         _check_name(obj.step, "step", "step name")
     elif isinstance(obj, n.Use):
         _check_name(obj.alias, "alias", "alias")
+    elif isinstance(obj, n.McpTool):
+        _check_name(obj.name, "name", "tool name")
+        for key in ("input_schema", "output_schema"):
+            value = getattr(obj, key)
+            if not isinstance(value, dict) and (value is not None or key == "input_schema"):
+                raise _Bad(f"a tool's {key.replace('_', ' ')} must be a JSON object, got {_show(value)}", key)
+    elif isinstance(obj, n.Result):
+        if not isinstance(obj.value, str | dict):
+            raise _Bad(f"a result is a string (text) or an object (structured), got {_show(obj.value)}", "value")
+        if obj.is_error and not isinstance(obj.value, str):
+            raise _Bad("an error result is text: give a string", "value")
 
 
 def _keys(cls: type) -> list[str]:
@@ -449,8 +464,10 @@ _converter = _make_converter()
 
 
 def to_json(f: n.ScriptFile) -> dict[str, Any]:
-    """The JSON form of a file, as plain dicts and lists."""
+    """The JSON form of a file, as plain dicts and lists (``mcp_servers`` only when there are some)."""
     out: dict[str, Any] = _converter.unstructure(f)
+    if not out.get("mcp_servers"):
+        out.pop("mcp_servers", None)
     return out
 
 

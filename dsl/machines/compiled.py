@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import attrs
 
 from mockllm.dsl.span import NO_SPAN, Span
-from mockllm.dsl.tree.nodes import Capture, Condition, Let, ReplyBlock
+from mockllm.dsl.tree.nodes import Capture, Condition, Let, McpServer, ReplyBlock
 
 START = -1
 
@@ -72,6 +72,7 @@ class CompiledLibrary:
     fallback: ReplyBlock | None = None
     fallback_span: Span = attrs.field(default=NO_SPAN, eq=False)
     files: tuple[str, ...] = ()
+    mcp_servers: tuple[McpServer, ...] = ()  # the `mcp server` blocks; a later file's wins by name
 
     def step_count(self) -> int:
         return sum(len(m.steps) for m in self.machines)

@@ -24,6 +24,7 @@ from mockllm.dsl.tree.nodes import (
     Hang,
     Header,
     Latency,
+    McpServer,
     Reply,
     ReplyBlock,
     ReplyElement,
@@ -150,11 +151,15 @@ def build(library: Library) -> CompiledLibrary:
             fallback = apply_defaults(block, script.defaults)
             fallback_span = script.defaults.fallback.span
             break
+    servers: dict[str, McpServer] = {}
+    for script in library.files:
+        servers.update((s.name, s) for s in script.mcp_servers)
     return CompiledLibrary(
         machines=selection_order(machines),
         fallback=fallback,
         fallback_span=fallback_span,
         files=tuple(f.path for f in library.files),
+        mcp_servers=tuple(servers.values()),
     )
 
 
@@ -180,9 +185,12 @@ def merge(base: CompiledLibrary, added: CompiledLibrary) -> CompiledLibrary:
             slots[m.name] = len(machines)
             machines.append(attrs.evolve(m, load_order=len(machines)))
     files = (*base.files, *(f for f in added.files if f not in base.files))
+    servers = {s.name: s for s in (*base.mcp_servers, *added.mcp_servers)}
     if added.fallback is not None:
-        return CompiledLibrary(selection_order(machines), added.fallback, added.fallback_span, files)
-    return CompiledLibrary(selection_order(machines), base.fallback, base.fallback_span, files)
+        return CompiledLibrary(
+            selection_order(machines), added.fallback, added.fallback_span, files, tuple(servers.values())
+        )
+    return CompiledLibrary(selection_order(machines), base.fallback, base.fallback_span, files, tuple(servers.values()))
 
 
 def load_and_compile(

@@ -39,7 +39,7 @@ from mockllm.dsl.parse.syntax_errors import describe_unexpected, keyword_values
 from mockllm.dsl.parse.transformer import Cursor, ScriptTransformer, TopItem, VersionLine
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.dsl.span import Span
-from mockllm.dsl.tree.nodes import Defaults, NamedReply, ReplyRef, Scenario, ScriptFile, Use
+from mockllm.dsl.tree.nodes import Defaults, McpServer, NamedReply, ReplyRef, Scenario, ScriptFile, Use
 from mockllm.errors import MockllmError, ScriptSyntaxError
 
 __all__ = ["MockIndenter", "ScriptIndentError", "build_parser", "parse_text"]
@@ -450,6 +450,7 @@ def _assemble(items: list[TopItem], text: str, file: str) -> tuple[ScriptFile, l
     uses: list[Use] = []
     replies: list[NamedReply] = []
     scenarios: list[Scenario] = []
+    servers: list[McpServer] = []
     first_line = _first_statement_line(text)
 
     def syntax(message: str, span: Span, hint: str) -> None:
@@ -477,6 +478,8 @@ def _assemble(items: list[TopItem], text: str, file: str) -> tuple[ScriptFile, l
                 syntax("a file has one `defaults:` block; this is a second one", item.span, hint)
                 continue
             defaults = item
+        elif isinstance(item, McpServer):
+            servers.append(item)
         else:
             scenarios.append(item)
     lines = text.split("\n")
@@ -488,6 +491,7 @@ def _assemble(items: list[TopItem], text: str, file: str) -> tuple[ScriptFile, l
         tuple(replies),
         defaults,
         tuple(scenarios),
+        tuple(servers),
         span=span,
     )
     return script, diagnostics

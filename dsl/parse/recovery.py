@@ -49,7 +49,7 @@ ParseFn = Callable[[str, int], _Parsed]
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _SPECIAL = re.compile(r'["/#{}\[\]]')
 _JSON_WORDS = frozenset({"true", "false", "null"})
-_TOP_KEYWORDS = frozenset({"mockllm", "use", "reply", "defaults", "scenario"})
+_TOP_KEYWORDS = frozenset({"mockllm", "use", "reply", "defaults", "scenario", "mcp"})
 #: Diagnostic codes of indentation mistakes (see :class:`mockllm.dsl.parse.parser.MockIndenter`).
 _LAYOUT_CODES = frozenset({"indent", "tab"})
 #: Where lines go, as the headers above them: a broken line that parses under one of these is a line

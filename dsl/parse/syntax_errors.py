@@ -92,6 +92,7 @@ REPLY_ELEMENT_WORDS = frozenset(
         "vector",
         "vectors",
         "flag",
+        "result",
     }
 )
 _NUMBERS = frozenset({"INT", "SIGNED_INT", "NUMBER"})
@@ -111,6 +112,7 @@ _SUBJECT_KEYWORDS = (
     "field",
     "turn",
     "input",
+    "argument",
 )
 _SUBJECT_LIST = (
     "`provider`, `endpoint`, `model`, `stream`, `last user message`, `last message`, "

@@ -160,7 +160,7 @@ class FallbackLine:
     span: Span
 
 
-TopItem = VersionLine | n.Use | n.NamedReply | n.Defaults | n.Scenario
+TopItem = VersionLine | n.Use | n.NamedReply | n.Defaults | n.Scenario | n.McpServer
 
 _SCENARIO_WORDS = {"priority": "priority", "tags": "tags", "order_any": "order any", "when": "when:"}
 _STEP_WORDS = {
@@ -310,6 +310,39 @@ class ScriptTransformer:
         if len(ch) == 2:
             return n.ReplyRef(str(ch[1]), str(ch[0]), span=self.here())
         return n.ReplyRef(str(ch[0]), span=self.here())
+
+    # -- MCP tool servers --------------------------------------------------------------------------------
+
+    def mcp_server(self, ch: list[Any]) -> n.McpServer:
+        return n.McpServer(self._s(ch[0]), tuple(ch[1:]), span=self.here())
+
+    def mcp_tool(self, ch: list[Any]) -> n.McpTool:
+        name = str(ch[0])
+        rest = list(ch[1:])
+        description = self._s(rest.pop(0)) if rest and isinstance(rest[0], Token) else ""
+        schemas: dict[str, Line] = {}
+        for line in rest:
+            if line.kind in schemas:
+                raise ScriptSyntaxError(
+                    line.span,
+                    f"`{line.kind}` is given twice for tool `{name}`",
+                    f"keep one (the first is on line {schemas[line.kind].span.line})",
+                )
+            schemas[line.kind] = line
+        if "input" not in schemas:
+            raise ScriptSyntaxError(
+                self.here(),
+                f"tool `{name}` declares no `input` schema",
+                'add `input {"type": "object", "properties": {…}}` (the JSON Schema of its arguments)',
+            )
+        output = schemas["output"].value if "output" in schemas else None
+        return n.McpTool(name, description, schemas["input"].value, output, span=self.here())
+
+    def mcp_input(self, ch: list[Any]) -> Line:
+        return Line("input", self._json(ch[0]), self.here())
+
+    def mcp_output(self, ch: list[Any]) -> Line:
+        return Line("output", self._json(ch[0]), self.here())
 
     # -- scenarios ---------------------------------------------------------------------------------------
 
@@ -483,6 +516,12 @@ class ScriptTransformer:
     def s_input(self, ch: list[Any]) -> n.Subject:
         return self._subject("input")
 
+    def s_tool(self, ch: list[Any]) -> n.Subject:
+        return self._subject("tool")
+
+    def s_argument(self, ch: list[Any]) -> n.Subject:
+        return self._subject("argument", self._s(ch[0]))
+
     def role(self, ch: list[Token]) -> str:
         return str(ch[0])
 
@@ -614,6 +653,15 @@ class ScriptTransformer:
 
     def flag(self, ch: list[Any]) -> n.Flag:
         return n.Flag(tuple(self._s(t) for t in ch), span=self.here())
+
+    def result_text(self, ch: list[Any]) -> n.Result:
+        return n.Result(self._s(ch[0]), span=self.here())
+
+    def result_json(self, ch: list[Any]) -> n.Result:
+        return n.Result(self._json(ch[0]), span=self.here())
+
+    def result_error(self, ch: list[Any]) -> n.Result:
+        return n.Result(self._s(ch[0]), True, span=self.here())
 
     # -- literals ----------------------------------------------------------------------------------------
 

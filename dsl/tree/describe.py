@@ -22,6 +22,7 @@ _SUBJECT_WORDS = {
     "tools": "tools",
     "turn": "turn",
     "input": "input",
+    "tool": "tool",
 }
 
 OP_WORDS = {
@@ -99,6 +100,8 @@ def subject(s: Subject) -> str:
         return f"header {quote(arg)}"
     if s.kind == "field":
         return f"field {quote(arg)}"
+    if s.kind == "argument":
+        return f"argument {quote(arg)}"
     raise ValueError(f"unknown subject kind {s.kind!r}")
 
 

@@ -7,7 +7,8 @@ written, templates included; :mod:`mockllm.dsl.tree.templates` parses the ``{{na
 Tree shape::
 
     ScriptFile
-      version, uses: Use*, replies: NamedReply*, defaults: Defaults?, scenarios: Scenario*
+      version, uses: Use*, replies: NamedReply*, defaults: Defaults?, scenarios: Scenario*,
+      mcp_servers: McpServer* (tools: McpTool*)
     Scenario
       name, priority, tags, order_any, lets: Let*, conditions: Condition*, steps: Step*
     Step
@@ -85,6 +86,8 @@ SubjectKind = Literal[
     "field",  # arg: dotted path
     "turn",
     "input",  # the texts of an embedding or moderation request
+    "tool",  # the name of the tool an MCP call calls
+    "argument",  # arg: dotted path into an MCP call's arguments
 ]
 
 PredicateOp = Literal[
@@ -316,6 +319,16 @@ class Flag:
     span: Span = _span()
 
 
+@attrs.frozen
+class Result:
+    """An MCP tool's result: ``result "text"`` (text content), ``result {json}`` (structured content and
+    its JSON text), ``result error "text"`` (a result with ``isError: true``)."""
+
+    value: JSON  # a str for text, a dict for structured content
+    is_error: bool = False
+    span: Span = _span()
+
+
 ReplyElement: TypeAlias = (
     Text
     | ToolCall
@@ -340,6 +353,7 @@ ReplyElement: TypeAlias = (
     | Vector
     | VectorsFrom
     | Flag
+    | Result
 )
 
 REPLY_ELEMENT_TYPES: tuple[type, ...] = (
@@ -366,6 +380,7 @@ REPLY_ELEMENT_TYPES: tuple[type, ...] = (
     Vector,
     VectorsFrom,
     Flag,
+    Result,
 )
 
 #: Elements a ``defaults:`` block may hold (besides the fallback).
@@ -489,6 +504,26 @@ class Use:
 
 
 @attrs.frozen
+class McpTool:
+    """``tool NAME "description":`` in an ``mcp server`` block, with its JSON Schemas."""
+
+    name: str
+    description: str = ""
+    input_schema: JSON = attrs.field(factory=lambda: {"type": "object"})
+    output_schema: JSON = None
+    span: Span = _span()
+
+
+@attrs.frozen
+class McpServer:
+    """``mcp server "NAME":``: a tool server served at ``/mcp/NAME`` and by ``mockllm mcp NAME``."""
+
+    name: str
+    tools: tuple[McpTool, ...] = ()
+    span: Span = _span()
+
+
+@attrs.frozen
 class ScriptFile:
     path: str
     version: int | None = None
@@ -496,4 +531,5 @@ class ScriptFile:
     replies: tuple[NamedReply, ...] = ()
     defaults: Defaults | None = None
     scenarios: tuple[Scenario, ...] = ()
+    mcp_servers: tuple[McpServer, ...] = ()
     span: Span = _span()

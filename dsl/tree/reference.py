@@ -19,8 +19,9 @@ from mockllm.dsl.providers import PROVIDERS
 from mockllm.dsl.tree.describe import OP_WORDS
 
 #: Where a line may stand: the file's top level, a scenario's or a step's body, a `when:`/`expect:`
-#: block (conditions), a reply block (`reply:`, `reply NAME:`, `fallback:`), or `defaults:`.
-Place = Literal["top", "scenario", "step", "condition", "reply", "defaults"]
+#: block (conditions), a reply block (`reply:`, `reply NAME:`, `fallback:`), or `defaults:`; an
+#: `mcp server` block (its tools) or a tool's block (its schemas).
+Place = Literal["top", "scenario", "step", "condition", "reply", "defaults", "mcp_server", "mcp_tool"]
 
 #: What an entry is: a statement that starts a line, a condition's subject, a predicate, or a
 #: word that only stands after another (`finish stop`, `is openai`).
@@ -296,6 +297,41 @@ STATEMENTS: tuple[Entry, ...] = (
         'vectors from "${1:vectors.json}"',
     ),
     _s(
+        "result",
+        _REPLY,
+        '`result "text"` or `result {…}`: an MCP tool\'s result, as text content, or as structured content '
+        'with its JSON text; `result error "text"`: a result marked `isError`.',
+        'result ${1:{"ok": true\}}',
+    ),
+    _s(
+        "mcp server",
+        ("top",),
+        '`mcp server "NAME":`: an MCP tool server, served at `/mcp/NAME` and by `mockllm mcp NAME`; '
+        "it holds `tool` blocks.",
+        'mcp server "${1:tools}":',
+    ),
+    _s(
+        "tool",
+        ("mcp_server",),
+        '`tool NAME "description":`: a tool of the server, with its `input {…}` JSON Schema (and an '
+        "optional `output {…}` schema).",
+        'tool ${1:name} "${2:what it does}":',
+    ),
+    _s(
+        "input",
+        ("mcp_tool",),
+        "`input {…}`: the JSON Schema of the tool's arguments (an object schema); calls whose arguments "
+        "do not fit get the error a real server returns.",
+        'input {"type": "object", "properties": {${1}}}',
+    ),
+    _s(
+        "output",
+        ("mcp_tool",),
+        "`output {…}`: the JSON Schema of the tool's structured result; `check` tests scripted results "
+        "against it, and a call no step answers gets a value that fits it.",
+        'output {"type": "object", "properties": {${1}}}',
+    ),
+    _s(
         "flag",
         _REPLY,
         '`flag "violence", …`: for a moderation request, flag these categories (OpenAI\'s moderation '
@@ -340,6 +376,12 @@ SUBJECTS: tuple[Entry, ...] = (
     _subject(
         "input",
         "The texts of an embedding or moderation request (a predicate holds if it holds for any of them).",
+    ),
+    _subject("tool", 'For an MCP call: the name of the tool called (`tool is "get_forecast"`).'),
+    _subject(
+        "argument",
+        '`argument "NAME"`: for an MCP call, one argument\'s value (a dotted path for nested values).',
+        'argument "${1:name}"',
     ),
 )
 

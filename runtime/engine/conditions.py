@@ -135,6 +135,10 @@ def subject_value(subject: Subject, chat: ChatRequest) -> Any:
         return chat.turn()
     if kind == "input":
         return list(chat.inputs)
+    if kind == "tool":
+        return ABSENT if chat.tool is None else chat.tool
+    if kind == "argument":
+        return ABSENT if chat.tool is None else _walk(chat.arguments, subject.arg or "")
     return ABSENT
 
 

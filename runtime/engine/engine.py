@@ -70,7 +70,7 @@ _GRAM = 3
 _INDEXED_SUBJECTS = frozenset(
     {"provider", "endpoint", "model", "last_user_message", "last_message", "system_prompt", "header"}
 )
-_INPUT_SUBJECTS = frozenset({"endpoint", "input"})
+_INPUT_SUBJECTS = frozenset({"endpoint", "input", "tool", "argument"})  # see _Loaded.input_steps
 _SubjectKey = tuple[Subject, bool]  # the subject, ignoring case
 _StepRef = tuple[int, int]  # machine index, step index
 
@@ -202,8 +202,8 @@ class _Loaded:
             for m in library.machines
         )
         self.index = _StepIndex(library.machines) if library.step_count() >= _INDEX_MIN_STEPS else None
-        # the steps an embedding or moderation request may match: those whose conditions name its
-        # `endpoint` or `input` (so a chat scenario's steps are never used up by an embedding call)
+        # the steps an embedding, moderation or MCP request may match: those whose conditions name its
+        # `endpoint`, `input` or `tool` (so a chat scenario's steps are never used up by such a call)
         self.input_steps = frozenset(
             (mi, s.index)
             for mi, m in enumerate(library.machines)

@@ -28,7 +28,7 @@ from mockllm.runtime.request import Operation, Provider
 #: renders, the engine decides), "inputs" (the route's own parse/render pair, the engine decides),
 #: "count_tokens" (the adapter answers alone), "model_path" (``…/models/{model}:METHOD``: by method),
 #: and the listings and banners ("models", "tags", "version", "root")
-Handler = Literal["chat", "inputs", "count_tokens", "models", "model_path", "tags", "version", "root"]
+Handler = Literal["chat", "inputs", "count_tokens", "mcp", "models", "model_path", "tags", "version", "root"]
 #: what a route serves that is not an operation: the listings and banners, and the paths that name
 #: their operation after the model (``…/models/{model}:METHOD``, the entry's ``model_operations``)
 Service = Literal["models", "model_path", "tags", "version", "root"]
@@ -63,6 +63,8 @@ OPERATIONS: dict[str, OperationSpec] = {
         OperationSpec("embeddings", "inputs", "texts in, one vector each"),
         OperationSpec("moderations", "inputs", "texts in, flagged categories for each"),
         OperationSpec("count_tokens", "count_tokens", "a chat body in, its token count out", engine=False),
+        # served by no provider: server/mcp/ answers it at /mcp/NAME and `mockllm mcp NAME` (docs/mcp.md)
+        OperationSpec("mcp", "mcp", "an MCP tools/call: a tool's name and arguments in, its result out", ("http", "stdio")),
     )
 }
 

@@ -58,6 +58,9 @@ class MessagePlan:
     # moderation categories flagged for every input
     vectors: tuple[Sequence[float], ...] = ()
     flags: tuple[str, ...] = ()
+    # an MCP tool's answer (runtime/mcp/results.py): each `result` line rendered, in order, as
+    # (a str for text or a dict for structured content, whether it is `result error`)
+    results: tuple[tuple[Any, bool], ...] = ()
 
 
 @attrs.frozen

@@ -202,6 +202,10 @@ def _is_static(block: nodes.ReplyBlock) -> bool:
             if _has_template(el.body):
                 return False
             continue
+        elif isinstance(el, nodes.Result):
+            if _has_template(el.value):
+                return False
+            continue
         else:
             continue
         if "{{" in text:
@@ -353,6 +357,8 @@ def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str
             shaping.hang = True
         elif isinstance(el, nodes.InterleaveCalls):
             fields["interleave_calls"] = True
+        elif isinstance(el, nodes.Result):
+            fields["results"] = (*fields.get("results", ()), (render_json(el.value, env), el.is_error))
         elif isinstance(el, nodes.Echo) and chat is not None:
             from mockllm.runtime.echo.answer import echo_answer
 

@@ -30,8 +30,9 @@ def dimensions_for(chat: ChatRequest) -> int:
 
 
 def plan_inputs(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) -> Plan:
-    """``plan`` completed for ``chat``'s inputs (errors, raw bodies and hangs are left as they are)."""
-    if not isinstance(plan, MessagePlan):
+    """``plan`` completed for ``chat``'s inputs (errors, raw bodies and hangs are left as they are; an
+    MCP call's plan is complete: its result is read by :mod:`mockllm.runtime.mcp`)."""
+    if not isinstance(plan, MessagePlan) or chat.operation == "mcp":
         return plan
     elements: Sequence[nodes.ReplyElement] = block.elements if block is not None else ()
     scripted_usage = any(isinstance(el, nodes.Usage) for el in elements)
@@ -51,5 +52,5 @@ def plan_inputs(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) -
 
 def default_plan(chat: ChatRequest) -> Plan:
     """What the echo double answers an embedding or moderation request: the default embedder's vectors,
-    nothing flagged."""
+    nothing flagged. For an MCP call: a plan without a result (the declared tool's default answers)."""
     return plan_inputs(MessagePlan(model=chat.model), None, chat)

@@ -94,6 +94,10 @@ def place(headers: list[Header]) -> Place | None:
         return "reply"
     if kw == "defaults":
         return "defaults"
+    if kw == "mcp":
+        return "mcp_server"
+    if kw == "tool":
+        return "mcp_tool"
     return None
 
 
