@@ -64,7 +64,9 @@ OPERATIONS: dict[str, OperationSpec] = {
         OperationSpec("moderations", "inputs", "texts in, flagged categories for each"),
         OperationSpec("count_tokens", "count_tokens", "a chat body in, its token count out", engine=False),
         # served by no provider: server/mcp/ answers it at /mcp/NAME and `mockllm mcp NAME` (docs/mcp.md)
-        OperationSpec("mcp", "mcp", "an MCP tools/call: a tool's name and arguments in, its result out", ("http", "stdio")),
+        OperationSpec(
+            "mcp", "mcp", "an MCP tools/call: a tool's name and arguments in, its result out", ("http", "stdio")
+        ),
     )
 }
 
