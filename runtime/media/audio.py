@@ -1,0 +1,124 @@
+"""Speech made and heard: :func:`speak` turns text into audio bytes in any of OpenAI's speech formats,
+:func:`listen` reads any audio file's format, length and (for audio mockllm made) text.
+
+The length of speech grows with its text (about 15 characters a second, half a second at least) and
+shrinks with ``speed``; ``seconds`` sets it instead (a script's ``audio 2.5s``). Every format carries
+the text: in a metadata field for the compressed ones, and in the samples themselves (see
+:mod:`~mockllm.runtime.media.inband`) for PCM, WAV and FLAC, so audio converted losslessly keeps it.
+Nothing here does I/O: the server's speech and transcription routes and the realtime sessions call it."""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Literal
+
+from mockllm.runtime.media import aac, flac, inband, mp3, opus, wav
+from mockllm.runtime.media.heard import Heard, UnreadableAudio
+
+AudioFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
+FORMATS: tuple[AudioFormat, ...] = ("mp3", "opus", "aac", "flac", "wav", "pcm")
+#: the Content-Type each speech format is answered with
+MEDIA_TYPES: dict[str, str] = {
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+    "wav": "audio/wav",
+    "pcm": "audio/pcm",
+}
+PCM_RATE = 24000  # raw PCM and WAV: 24 kHz, 16-bit, mono, as OpenAI's speech API gives them
+CHARS_PER_SECOND = 15.0
+MIN_SECONDS = 0.5
+SPEEDS = (0.25, 4.0)
+#: what transcription accepts, as OpenAI's error lists it
+ACCEPTED = "flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, wav, webm"
+
+
+def seconds_for(text: str, speed: float = 1.0) -> float:
+    """How long ``text`` takes to say at ``speed`` (0.25 to 4.0; 1.0 is normal)."""
+    return max(MIN_SECONDS, len(text) / CHARS_PER_SECOND) / min(max(speed, SPEEDS[0]), SPEEDS[1])
+
+
+def samples(text: str, seconds: float, rate: int = PCM_RATE) -> bytes:
+    """``seconds`` of s16le mono samples at ``rate`` that spell ``text`` (longer when the text needs it)."""
+    spelled = inband.encode(text)
+    total = max(round(seconds * rate) * 2, len(spelled))
+    return spelled + bytes(total - len(spelled))
+
+
+def speak(text: str, fmt: AudioFormat, *, seconds: float | None = None, speed: float = 1.0) -> bytes:
+    """Audio in ``fmt`` that says ``text``: ``seconds`` long, else as long as the text takes at ``speed``."""
+    length = seconds_for(text, speed) if seconds is None else max(seconds, 0.02)
+    if fmt == "pcm":
+        return samples(text, length)
+    if fmt == "wav":
+        return wav.write(samples(text, length), PCM_RATE, text)
+    if fmt == "flac":
+        return flac.write(samples(text, length), PCM_RATE, text)
+    if fmt == "mp3":
+        return mp3.write(math.ceil(length * mp3.RATE / mp3.FRAME_SAMPLES), text)
+    if fmt == "opus":
+        return opus.write(math.ceil(length * 48000 / opus.PACKET_SAMPLES), text)
+    if fmt == "aac":
+        return aac.write(math.ceil(length * aac.RATE / aac.FRAME_SAMPLES), text)
+    raise ValueError(f"unknown audio format {fmt!r}")
+
+
+def sniff(data: bytes) -> str | None:
+    """The container ``data`` is in, by its first bytes: wav, flac, mp3, ogg, aac, mp4 or webm (None:
+    none of them)."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "wav"
+    if data[:4] == b"fLaC":
+        return "flac"
+    if data[:4] == b"OggS":
+        return "ogg"
+    if data[4:8] == b"ftyp":
+        return "mp4"
+    if data[:4] == b"\x1a\x45\xdf\xa3":
+        return "webm"
+    if data[:3] == b"ID3" or (len(data) > 1 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0):
+        return "aac" if _after_id3(data)[:2] in (b"\xff\xf1", b"\xff\xf9") else "mp3"
+    return None
+
+
+def _after_id3(data: bytes) -> bytes:
+    if not data.startswith(b"ID3") or len(data) < 10:
+        return data
+    size = (data[6] << 21) | (data[7] << 14) | (data[8] << 7) | data[9]
+    return data[10 + size + (10 if data[5] & 0x10 else 0) :]
+
+
+_READERS = {"wav": wav.read, "flac": flac.read, "mp3": mp3.read, "aac": aac.read, "ogg": opus.read}
+
+
+def listen(data: bytes) -> Heard:
+    """What ``data`` holds: its format, its length and, when mockllm made it, its text. Raw PCM is
+    recognised only when it carries mockllm's text. Raises :class:`UnreadableAudio` for bytes that are
+    no audio file, or a broken one."""
+    kind = sniff(data)
+    if kind is None:
+        text = inband.read(data)
+        if text is not None:
+            return Heard("pcm", len(data) / (PCM_RATE * 2), text)
+        raise UnreadableAudio(f"Invalid file format. Supported formats: {ACCEPTED}")
+    if kind == "mp4":
+        return Heard("mp4", _mp4_seconds(data))
+    if kind == "webm":
+        return Heard("webm", None)
+    try:
+        return _READERS[kind](data)
+    except (struct.error, IndexError, ValueError, ZeroDivisionError) as e:
+        raise UnreadableAudio(f"the {kind} file could not be decoded: it is cut short or broken") from e
+
+
+def _mp4_seconds(data: bytes) -> float | None:
+    at = data.find(b"mvhd")
+    if at < 4 or at + 32 > len(data):
+        return None
+    if data[at + 4] == 1:
+        scale, length = struct.unpack_from(">IQ", data, at + 24)
+    else:
+        scale, length = struct.unpack_from(">II", data, at + 16)
+    return length / scale if scale else None
