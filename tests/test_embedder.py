@@ -23,6 +23,7 @@ from mockllm.dsl.tree import nodes as n
 from mockllm.runtime.embed.embedder import cosine, embed, embed_sparse, float32_bytes, vector_json
 from mockllm.runtime.embed.models import DIMENSIONS, model_dimensions
 from mockllm.runtime.engine.conditions import holds
+from mockllm.runtime.providers.registry import usual_dimensions
 from mockllm.runtime.request import ChatRequest, Message
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "embeddings.md"
@@ -69,11 +70,13 @@ def test_texts_sharing_words_are_closer() -> None:
 
 def test_model_dimensions() -> None:
     assert model_dimensions("text-embedding-3-small") == 1536
-    assert model_dimensions("models/text-embedding-004", "gemini") == 768
-    assert model_dimensions("nomic-embed-text:latest", "ollama") == 768
+    assert model_dimensions("models/text-embedding-004") == 768
+    assert model_dimensions("nomic-embed-text:latest") == 768
     assert model_dimensions("text-embedding-3-large-2025") == 3072
     assert model_dimensions("amazon.titan-embed-text-v2:0") == 1024
-    assert model_dimensions("my-own-model", "gemini") == 768
+    assert usual_dimensions("gemini", "my-own-model") == 768
+    assert usual_dimensions("bedrock", "my-own-model") == 1024
+    assert usual_dimensions("openai", "text-embedding-004") == 768  # the model's own wins
     assert model_dimensions("my-own-model") == 1536
 
 

@@ -319,3 +319,51 @@ def test_every_route_names_an_operation_or_a_service_and_a_transport() -> None:
         assert spec.operation is not None or spec.handler in get_args(Service)
     by_operation = {spec.operation for spec in registry.ROUTES}
     assert {"chat", "embeddings", "moderations", "count_tokens", None} <= by_operation
+
+
+def test_every_provider_serving_embeddings_has_its_default_dimension_documented() -> None:
+    page = (DOCS / "embeddings.md").read_text(encoding="utf-8")
+    sentence = " ".join(page.split("Any other model gets its", 1)[1].split(".", 1)[0].split())
+    titles = {"openai": "OpenAI", "azure": "Azure OpenAI", "vertex": "Vertex AI", "bedrock": "Bedrock"}
+    for e in ENTRIES:
+        embeds = e.pairs is not None or e.name == "bedrock"  # Bedrock: embedding bodies through invoke
+        assert (e.embedding_dimensions is not None) == embeds, e.name
+        if e.embedding_dimensions is not None:
+            said = re.search(rf"{e.embedding_dimensions} \(([^)]*)\)", sentence)
+            assert said is not None and titles.get(e.name, e.name.title()) in said.group(1), (e.name, sentence)
+
+
+#: a bare body of each provider whose bodies differ from every other's (what `mockllm explain` sniffs)
+BODIES = {
+    "openai": {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+    "responses": {"model": "gpt-4o", "input": "hi"},
+    "anthropic": {"model": "claude", "max_tokens": 10, "system": "be brief", "messages": []},
+    "gemini": {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    "ollama": {"model": "llama3", "messages": [{"role": "user", "content": "hi"}], "options": {}},
+    "cohere": {"model": "command-r", "messages": [{"role": "user", "content": "hi"}], "documents": []},
+    "mistral": {"model": "mistral-small-latest", "messages": [{"role": "user", "content": "hi"}]},
+    "bedrock": {"messages": [{"role": "user", "content": [{"text": "hi"}]}], "inferenceConfig": {"maxTokens": 9}},
+}
+#: and the paths that tell apart the providers whose bodies are another's
+BY_ENDPOINT = {
+    "azure": "/openai/v1/chat/completions",
+    "vertex": "/v1/projects/p/locations/l/publishers/google/models/gemini-2.0-flash:generateContent",
+}
+
+
+def test_explain_knows_every_provider_by_body_or_path() -> None:
+    from mockllm.explain import guess_provider, parse_request
+
+    assert sorted([*BODIES, *BY_ENDPOINT]) == sorted(registry.NAMES)
+    for name, body in BODIES.items():
+        assert guess_provider(body) == name
+        assert registry.entry(name).sniff is not None or name == "openai"
+    assert guess_provider({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 5, "messages": []}) == "bedrock"
+    assert guess_provider({"texts": ["a"], "input_type": "search_document"}) == "cohere"
+    assert guess_provider({"inputText": "a"}) == "bedrock"
+    for name, path in BY_ENDPOINT.items():
+        assert registry.entry(name).sniff is None  # its bodies are another provider's
+        body = BODIES["openai" if name == "azure" else "gemini"]
+        wrapped = {"endpoint": path, "body": body}
+        assert parse_request(wrapped, None, None).provider == name
+    assert parse_request(BODIES["mistral"], None, None).provider == "mistral"

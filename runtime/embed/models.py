@@ -3,7 +3,8 @@ expects (a vector store created for ``text-embedding-3-small`` wants 1536 number
 
 Looked up by the model name as sent, without a ``models/`` prefix or an Ollama ``:tag``; a name that
 starts with a known one (``text-embedding-3-small-2024``) takes its dimension; anything else gets the
-provider's usual default. A request's own ``dimensions`` (Gemini ``outputDimensionality``) wins."""
+provider's usual default (its provider registry entry's ``embedding_dimensions``). A request's own
+``dimensions`` (Gemini ``outputDimensionality``) wins."""
 
 from __future__ import annotations
 
@@ -45,16 +46,15 @@ DIMENSIONS: dict[str, int] = {
 #: grow the server without bound).
 MAX_DIMENSIONS = 8192
 
-#: provider → the dimension of a model the table does not know.
-PROVIDER_DEFAULTS: dict[str, int] = {"openai": 1536, "gemini": 768, "ollama": 768, "cohere": 1024, "mistral": 1024}
-DEFAULT_DIMENSIONS = 1536
+DEFAULT_DIMENSIONS = 1536  # a model the table does not know, of a provider with no default of its own
 
 # longest names first, so `text-embedding-3-small…` never stops at a shorter prefix
 _BY_LENGTH = sorted(DIMENSIONS, key=len, reverse=True)
 
 
-def model_dimensions(model: str, provider: str = "openai") -> int:
-    """The usual dimension of ``model`` (as the provider names it)."""
+def model_dimensions(model: str, default: int = DEFAULT_DIMENSIONS) -> int:
+    """The usual dimension of ``model`` (as the provider names it); ``default`` for a model the table
+    does not know."""
     name = model.strip()
     if name.startswith("models/"):
         name = name[len("models/") :]
@@ -68,4 +68,4 @@ def model_dimensions(model: str, provider: str = "openai") -> int:
     for known in _BY_LENGTH:
         if base.startswith(known):
             return DIMENSIONS[known]
-    return PROVIDER_DEFAULTS.get(provider, DEFAULT_DIMENSIONS)
+    return default

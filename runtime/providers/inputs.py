@@ -32,7 +32,11 @@ def inputs_request(
     body: Any,
     dimensions: int | None = None,
 ) -> ChatRequest:
-    """The provider-neutral request of an embedding or moderation call: no messages, never streamed."""
+    """The provider-neutral request of an embedding or moderation call: no messages, never streamed.
+    Without ``dimensions`` of its own, an embedding request asks for its model's usual dimension
+    (the provider's, for a model mockllm does not know)."""
+    if dimensions is None and operation == "embeddings":
+        dimensions = registry.usual_dimensions(provider, model)
     return ChatRequest(
         provider=provider,
         endpoint=http.path,

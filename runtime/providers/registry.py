@@ -21,6 +21,8 @@ from typing import Any, Literal, cast
 import attrs
 
 from mockllm.errors import MockllmError
+from mockllm.runtime.embed.models import DEFAULT_DIMENSIONS, model_dimensions
+from mockllm.runtime.providers import sniff
 from mockllm.runtime.providers.base import Adapter
 from mockllm.runtime.request import Operation, Provider
 
@@ -101,6 +103,28 @@ class Route:
         return spec.handler if spec is not None else cast(Service, self.serves)
 
 
+@attrs.frozen
+class SdkClient:
+    """How a provider's official SDK is pointed at a mockllm server: the handle the Python API
+    (``MockServer``) and the pytest fixture offer, and the environment ``mockllm_env`` sets."""
+
+    handle: str  # the property of MockServer and the fixture: "cohere_base_url"
+    usage: str  # how the SDK takes it (docs/pytest.md, docs/python-api.md)
+    path: str = ""  # appended to the server's URL ("/v1" for OpenAI's SDK)
+    env: tuple[str, ...] = ()  # variables the SDKs read that URL from: set to it
+    #: variables an SDK needs besides the URL (credentials, region, API version): set where unset
+    defaults: tuple[tuple[str, str], ...] = ()
+
+
+_OPENAI_SDK = SdkClient(
+    "openai_base_url",
+    'OpenAI(base_url=…, api_key="test")',
+    "/v1",
+    ("OPENAI_BASE_URL",),
+    (("OPENAI_API_KEY", "mockllm"),),
+)
+
+
 def _method_handlers(operations: Mapping[str, Operation]) -> Mapping[str, Handler]:
     return {method: OPERATIONS[op].handler for method, op in operations.items()}
 
@@ -136,6 +160,14 @@ class ProviderEntry:
     model_methods: Mapping[str, Handler] = attrs.field(
         init=False, default=attrs.Factory(lambda e: _method_handlers(e.model_operations), takes_self=True)
     )
+    #: how its official SDK is pointed at the server (the API's and the fixture's handles)
+    client: SdkClient | None = None
+    #: whether a bare body is this provider's, from its shape (``sniff.py``; ``mockllm explain``); None
+    #: for a body shaped as another provider's (Azure's is OpenAI's)
+    sniff: Callable[[dict[str, Any]], bool] | None = None
+    #: the length of an unscripted vector for an embedding model mockllm does not know (None: it
+    #: serves no embeddings)
+    embedding_dimensions: int | None = None
 
 
 def _chat_route(routes: tuple[Route, ...]) -> str:
@@ -183,6 +215,13 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         chat_path="/openai/v1/chat/completions",  # needs no api-version
         recorded=r"/openai/(?:deployments/[^/]+|v1)/chat/completions$",
         pairs="azure",
+        client=SdkClient(
+            "azure_endpoint",
+            'AzureOpenAI(azure_endpoint=…, api_key="test", api_version="2024-10-21")',
+            env=("AZURE_OPENAI_ENDPOINT",),
+            defaults=(("AZURE_OPENAI_API_KEY", "mockllm"), ("OPENAI_API_VERSION", "2024-10-21")),
+        ),
+        embedding_dimensions=1536,
     ),
     ProviderEntry(
         name="openai",
@@ -197,6 +236,8 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         upstream="https://api.openai.com",
         recorded=r"/chat/completions$",
         pairs="openai_embed",
+        client=_OPENAI_SDK,
+        embedding_dimensions=1536,
     ),
     ProviderEntry(
         name="responses",
@@ -205,6 +246,8 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         upstream="https://api.openai.com",
         prefixes=("/v1/responses",),
         upstream_from="openai",
+        client=_OPENAI_SDK,
+        sniff=sniff.responses,
     ),
     ProviderEntry(
         name="anthropic",
@@ -217,6 +260,13 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         ),
         upstream="https://api.anthropic.com",
         prefixes=("/v1/messages",),
+        client=SdkClient(
+            "anthropic_base_url",
+            'Anthropic(base_url=…, api_key="test")',
+            env=("ANTHROPIC_BASE_URL",),
+            defaults=(("ANTHROPIC_API_KEY", "mockllm"),),
+        ),
+        sniff=sniff.anthropic,
     ),
     ProviderEntry(  # before gemini: its recorded paths end as Gemini's do
         name="vertex",
@@ -238,6 +288,12 @@ ENTRIES: tuple[ProviderEntry, ...] = (
             "batchEmbedContents": "embeddings",
             "predict": "embeddings",
         },
+        client=SdkClient(
+            "vertex_base_url",
+            'genai.Client(vertexai=True, project=…, location=…, credentials=…, http_options={"base_url": …})',
+            env=("GOOGLE_VERTEX_BASE_URL",),  # with project= and location= given: without them the SDK
+        ),  # posts to the base URL itself (an API gateway's),
+        embedding_dimensions=768,
     ),
     ProviderEntry(
         name="gemini",
@@ -256,6 +312,14 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         pairs="gemini_embed",
         default_model="gemini-2.0-flash",
         model_operations={**_GENERATE, "embedContent": "embeddings", "batchEmbedContents": "embeddings"},
+        client=SdkClient(
+            "gemini_base_url",
+            'genai.Client(api_key="test", http_options={"base_url": …})',
+            env=("GOOGLE_GEMINI_BASE_URL",),
+            defaults=(("GEMINI_API_KEY", "mockllm"),),
+        ),
+        embedding_dimensions=768,
+        sniff=sniff.gemini,
     ),
     ProviderEntry(
         name="ollama",
@@ -271,6 +335,9 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         upstream="http://localhost:11434",
         prefixes=("/api/",),
         pairs="ollama_embed",
+        client=SdkClient("ollama_host", "ollama.Client(host=…)", env=("OLLAMA_HOST",)),
+        embedding_dimensions=768,
+        sniff=sniff.ollama,
     ),
     ProviderEntry(
         name="cohere",
@@ -282,6 +349,14 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         upstream="https://api.cohere.com",
         prefixes=("/v2/",),
         pairs="cohere_embed",
+        client=SdkClient(
+            "cohere_base_url",
+            'cohere.ClientV2(base_url=…, api_key="test")',
+            # no env: the SDK reads CO_API_URL once, when it is imported, not when a client is made
+            defaults=(("CO_API_KEY", "mockllm"),),
+        ),
+        embedding_dimensions=1024,
+        sniff=sniff.cohere,
     ),
     ProviderEntry(
         name="mistral",
@@ -292,6 +367,13 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         ),
         upstream="https://api.mistral.ai",
         pairs="mistral_embed",
+        client=SdkClient(  # its SDK reads no URL from the environment
+            "mistral_base_url",
+            'Mistral(server_url=…, api_key="test")',
+            defaults=(("MISTRAL_API_KEY", "mockllm"),),
+        ),
+        embedding_dimensions=1024,
+        sniff=sniff.mistral,
     ),
     ProviderEntry(
         name="bedrock",
@@ -308,6 +390,18 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         recorded=r"/model/.+/(?:converse|converse-stream|invoke|invoke-with-response-stream)$",
         prefixes=("/model/",),
         reader="bedrock",
+        client=SdkClient(
+            "bedrock_endpoint_url",
+            'boto3.client("bedrock-runtime", endpoint_url=…), AnthropicBedrock(base_url=…)',
+            env=("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "ANTHROPIC_BEDROCK_BASE_URL"),
+            defaults=(
+                ("AWS_ACCESS_KEY_ID", "mockllm"),
+                ("AWS_SECRET_ACCESS_KEY", "mockllm"),
+                ("AWS_DEFAULT_REGION", "us-east-1"),
+            ),
+        ),
+        embedding_dimensions=1024,
+        sniff=sniff.bedrock,
     ),
 )
 
@@ -478,3 +572,43 @@ def adapter_for(provider: str) -> Adapter:
         module, _, cls = entry(provider).adapter.partition(":")
         found = _ADAPTERS[provider] = _load(module, cls)()
     return found
+
+
+# ------------------------------------------------------------------------------------------------
+# Pointing the official SDKs at a server
+
+
+def base_url(name: str, server_url: str) -> str:
+    """Where provider ``name``'s official SDK is pointed for the server at ``server_url``."""
+    client = entry(name).client
+    return server_url + (client.path if client is not None else "")
+
+
+def sdk_clients() -> tuple[SdkClient, ...]:
+    """Every entry's SDK client, once each (OpenAI's SDK serves two entries)."""
+    return tuple(dict.fromkeys(e.client for e in ENTRIES if e.client is not None))
+
+
+def sdk_environment(server_url: str) -> tuple[dict[str, str], dict[str, str]]:
+    """What ``mockllm_env`` sets: the variables that point the SDKs at ``server_url``, and the
+    credentials, regions and versions to set where unset."""
+    urls = {var: server_url + c.path for c in sdk_clients() for var in c.env}
+    defaults = {var: value for c in sdk_clients() for var, value in c.defaults}
+    return urls, defaults
+
+
+def usual_dimensions(provider: str, model: str) -> int:
+    """The length of an unscripted vector for ``model`` of ``provider``: the model's usual one, else
+    the provider's (``embedding_dimensions``)."""
+    return model_dimensions(model, entry(provider).embedding_dimensions or DEFAULT_DIMENSIONS)
+
+
+def guess_provider(body: Any) -> Provider:
+    """The provider a bare request ``body`` was written for, from its shape: the first entry whose
+    ``sniff`` claims it (in ``sniff.SNIFF_ORDER``), else OpenAI."""
+    if isinstance(body, dict):
+        for name in sniff.SNIFF_ORDER:
+            test = BY_NAME[name].sniff
+            if test is not None and test(body):
+                return BY_NAME[name].name
+    return DEFAULT_PROVIDER

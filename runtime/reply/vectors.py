@@ -26,7 +26,7 @@ def input_tokens(chat: ChatRequest) -> int:
 
 
 def dimensions_for(chat: ChatRequest) -> int:
-    return chat.dimensions if chat.dimensions is not None else model_dimensions(chat.model, chat.provider)
+    return chat.dimensions if chat.dimensions is not None else model_dimensions(chat.model)
 
 
 def plan_inputs(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) -> Plan:

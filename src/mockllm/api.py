@@ -323,25 +323,57 @@ class MockServer:
     def port(self) -> int:
         return self._background().port
 
+    def base_url(self, provider: str) -> str:
+        """Where provider ``provider``'s official SDK is pointed (``"openai"`` → ``url`` + ``/v1``):
+        each provider's handle below, by name (the provider registry says which)."""
+        from mockllm.runtime.providers.registry import base_url
+
+        return base_url(provider, self.url)
+
     @property
     def openai_base_url(self) -> str:
-        """For ``OpenAI(base_url=…)``: the URL plus ``/v1``."""
-        return self.url + "/v1"
+        """For ``OpenAI(base_url=…)`` (the Chat Completions and Responses APIs): the URL plus ``/v1``."""
+        return self.base_url("openai")
 
     @property
     def anthropic_base_url(self) -> str:
         """For ``Anthropic(base_url=…)``."""
-        return self.url
+        return self.base_url("anthropic")
 
     @property
     def gemini_base_url(self) -> str:
         """For ``genai.Client(http_options={"base_url": …})``."""
-        return self.url
+        return self.base_url("gemini")
 
     @property
     def ollama_host(self) -> str:
         """For ``ollama.Client(host=…)``."""
-        return self.url
+        return self.base_url("ollama")
+
+    @property
+    def cohere_base_url(self) -> str:
+        """For ``cohere.ClientV2(base_url=…)``."""
+        return self.base_url("cohere")
+
+    @property
+    def mistral_base_url(self) -> str:
+        """For ``Mistral(server_url=…)``."""
+        return self.base_url("mistral")
+
+    @property
+    def azure_endpoint(self) -> str:
+        """For ``AzureOpenAI(azure_endpoint=…)``."""
+        return self.base_url("azure")
+
+    @property
+    def vertex_base_url(self) -> str:
+        """For ``genai.Client(vertexai=True, http_options={"base_url": …})``."""
+        return self.base_url("vertex")
+
+    @property
+    def bedrock_endpoint_url(self) -> str:
+        """For ``boto3.client("bedrock-runtime", endpoint_url=…)`` and ``AnthropicBedrock(base_url=…)``."""
+        return self.base_url("bedrock")
 
     # ---- admin API
 

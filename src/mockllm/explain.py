@@ -35,50 +35,11 @@ from mockllm.runtime.request import ChatRequest, HttpRequest
 if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine
 
-_ANTHROPIC_KEYS = ("anthropic_version", "stop_sequences", "thinking", "top_k")
-_ANTHROPIC_BLOCKS = ("image", "tool_use", "tool_result", "thinking", "document")
-_OLLAMA_KEYS = ("options", "keep_alive", "format", "think")
-
-
-def _is_anthropic_blocks(messages: Any) -> bool:
-    if not isinstance(messages, list):
-        return False
-    for m in messages:
-        if not isinstance(m, dict):
-            continue
-        if m.get("role") == "system":
-            return False  # Anthropic has no system role in messages
-        content = m.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and (block.get("type") in _ANTHROPIC_BLOCKS or "cache_control" in block):
-                    return True
-    return False
-
 
 def guess_provider(body: Any) -> str:
-    """The API a body was written for, from its shape: ``contents`` → gemini, ``input`` → responses,
-    Anthropic's ``max_tokens`` with content blocks or its own keys → anthropic, Ollama's own keys →
-    ollama, else openai."""
-    if not isinstance(body, dict):
-        return "openai"
-    if "contents" in body:
-        return "gemini"
-    if "input" in body and "messages" not in body:
-        return "responses"
-    messages = body.get("messages")
-    if any(k in body for k in _ANTHROPIC_KEYS):
-        return "anthropic"
-    if "system" in body and "messages" in body:
-        return "anthropic"
-    tools = body.get("tools")
-    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
-        return "anthropic"
-    if "max_tokens" in body and _is_anthropic_blocks(messages):
-        return "anthropic"
-    if any(k in body for k in _OLLAMA_KEYS):
-        return "ollama"
-    return "openai"
+    """The API a body was written for, from its shape (the provider registry's sniffers: every
+    provider whose bodies differ from another's), else openai."""
+    return registry.guess_provider(body)
 
 
 def default_endpoint(provider: str, body: Any) -> str:
@@ -132,6 +93,8 @@ def parse_request(data: Any, provider: str | None, endpoint: str | None) -> Chat
     route = route_for_path(endpoint) if endpoint is not None else None
     if route is not None:  # an embedding or moderation request: its path says whose
         provider = provider or route.partition(".")[0]
+    if provider is None and wrapped_provider is None and endpoint is not None and registry.route_at(endpoint):
+        provider = registry.provider_for(endpoint, headers)  # the path says whose (Azure's, Vertex's …)
     provider = provider or wrapped_provider or guess_provider(body)
     if provider not in registry.BY_NAME:
         raise ExplainError(f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}")

@@ -103,6 +103,10 @@ class MockLLM:
         """``http://127.0.0.1:PORT``."""
         return self.server.url
 
+    def base_url(self, provider: str) -> str:
+        """Where provider ``provider``'s official SDK is pointed (see :meth:`MockServer.base_url`)."""
+        return self.server.base_url(provider)
+
     @property
     def openai_base_url(self) -> str:
         """The URL plus ``/v1``: ``OpenAI(base_url=mockllm.openai_base_url, api_key="test")``."""
@@ -119,6 +123,26 @@ class MockLLM:
     @property
     def ollama_host(self) -> str:
         return self.server.ollama_host
+
+    @property
+    def cohere_base_url(self) -> str:
+        return self.server.cohere_base_url
+
+    @property
+    def mistral_base_url(self) -> str:
+        return self.server.mistral_base_url
+
+    @property
+    def azure_endpoint(self) -> str:
+        return self.server.azure_endpoint
+
+    @property
+    def vertex_base_url(self) -> str:
+        return self.server.vertex_base_url
+
+    @property
+    def bedrock_endpoint_url(self) -> str:
+        return self.server.bedrock_endpoint_url
 
     def conversation_header(self, name: str = "") -> dict[str, str]:
         """``{"x-mockllm-conversation": KEY}`` with a key unique to this test (and to ``name``, to keep
@@ -256,19 +280,16 @@ def mockllm(mockllm_server: MockServer, request: pytest.FixtureRequest) -> Itera
 
 @pytest.fixture
 def mockllm_env(mockllm: MockLLM, monkeypatch: pytest.MonkeyPatch) -> MockLLM:
-    """``mockllm``, with ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``,
-    ``OLLAMA_HOST``, ``AZURE_OPENAI_ENDPOINT`` and ``GOOGLE_VERTEX_BASE_URL`` pointing at the server, the
-    API keys set to ``mockllm`` and ``OPENAI_API_VERSION`` (Azure's) to ``2024-10-21`` where unset."""
-    monkeypatch.setenv("OPENAI_BASE_URL", mockllm.openai_base_url)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", mockllm.anthropic_base_url)
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", mockllm.gemini_base_url)
-    monkeypatch.setenv("OLLAMA_HOST", mockllm.ollama_host)
-    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", mockllm.url)
-    monkeypatch.setenv("GOOGLE_VERTEX_BASE_URL", mockllm.url)
-    unset = {
-        key: "mockllm" for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_OPENAI_API_KEY")
-    }
-    for key, value in {**unset, "OPENAI_API_VERSION": "2024-10-21"}.items():
+    """``mockllm``, with the environment variables each provider's SDK reads its base URL from
+    pointing at the server (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``CO_API_URL``,
+    ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` …), and the API keys, regions and versions they need set
+    where unset: every provider registry entry's ``client`` says which (docs/pytest.md)."""
+    from mockllm.runtime.providers.registry import sdk_environment
+
+    urls, defaults = sdk_environment(mockllm.url)
+    for key, value in urls.items():
+        monkeypatch.setenv(key, value)
+    for key, value in defaults.items():
         if not os.environ.get(key):
             monkeypatch.setenv(key, value)
     return mockllm
