@@ -1247,7 +1247,7 @@ in-process. What each change removed:
   the JSON text of the parts many entries share (where the request came, who answered).
 - **Polling for Redis's answer.** With its state in Redis, a request waiting for the commit's answer
   keeps the event loop polling (one callback kept ready) for up to 200 µs instead of letting the core
-  sleep (`--state-poll`, `server/poll_window.py`): on this virtual machine waking a sleeping core costs
+  sleep (`--state-poll`, `server/state/poll_window.py`): on this virtual machine waking a sleeping core costs
   tens of µs, about as long as Redis takes to answer. One request at a time (row 9, Uvicorn, c=1) that
   took the Redis path from about 0.55× to about 0.62× of memory; under load the waits end later than the
   window, and polling rests by itself.

@@ -15,7 +15,7 @@ from mockllm.server.options import ServerOptions
 if TYPE_CHECKING:
     from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.runtime.engine.engine import Engine
-    from mockllm.server.store import StateStore
+    from mockllm.server.state.store import StateStore
 
 _T = TypeVar("_T")
 
@@ -37,7 +37,7 @@ class BackgroundServer:
         options: ServerOptions | None = None,
     ) -> None:
         from mockllm.runtime.engine.engine import Engine
-        from mockllm.server.app import create_app
+        from mockllm.server.http.app import create_app
 
         self.options = options or ServerOptions()
         if isinstance(engine_or_library, Engine):
@@ -80,8 +80,8 @@ class BackgroundServer:
     def _run(self, sock: object) -> None:
         import socket
 
-        from mockllm.server.app import server_state
-        from mockllm.server.hypercorn_server import serve_hypercorn
+        from mockllm.server.hosts.hypercorn_server import serve_hypercorn
+        from mockllm.server.http.app import server_state
 
         assert isinstance(sock, socket.socket)
         app = self.app
@@ -116,8 +116,8 @@ class BackgroundServer:
 
     @property
     def store(self) -> StateStore:
-        """Where the server keeps its state (see server/store.py)."""
-        from mockllm.server.app import server_state
+        """Where the server keeps its state (see server/state/store.py)."""
+        from mockllm.server.http.app import server_state
 
         return server_state(self.app).store
 

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 import attrs
 
 from mockllm.runtime.clock import Clock, SystemClock
-from mockllm.server.body_deadline import DEFAULT_BODY_TIMEOUT_S
-from mockllm.server.poll_window import DEFAULT_POLL_S
+from mockllm.server.http.body_deadline import DEFAULT_BODY_TIMEOUT_S
+from mockllm.server.state.poll_window import DEFAULT_POLL_S
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -41,10 +41,10 @@ class ServerOptions:
     # A request body that has not fully arrived this long after the request began gets 408
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
     # Where conversation state and the journal are kept: None in this process's memory; a
-    # redis://HOST:PORT/DB URL in Redis, shared by every server given the same URL (server/store.py)
+    # redis://HOST:PORT/DB URL in Redis, shared by every server given the same URL (server/state/store.py)
     state: str | None = None
     # How long a request waiting for the shared store's answer polls before its process may sleep
-    # (server/poll_window.py; 0: never); `mockllm serve --state-poll MICROSECONDS`
+    # (server/state/poll_window.py; 0: never); `mockllm serve --state-poll MICROSECONDS`
     state_poll_s: float = DEFAULT_POLL_S
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
     clock: Clock = attrs.field(factory=SystemClock, eq=False)

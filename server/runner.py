@@ -19,21 +19,21 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mockllm.errors import MockllmError, ServerError, UsageError
-from mockllm.server.granian_server import GRANIAN_MISSING, granian_module, serve_granian
-from mockllm.server.hypercorn_server import FINISH_S, KEEP_ALIVE_S, serve_hypercorn
+from mockllm.server.hosts.granian_server import GRANIAN_MISSING, granian_module, serve_granian
+from mockllm.server.hosts.hypercorn_server import FINISH_S, KEEP_ALIVE_S, serve_hypercorn
 from mockllm.server.options import (
     DEFAULT_HANG_LIMIT_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_SHUTDOWN_GRACE_S,
     ServerOptions,
 )
-from mockllm.server.poll_window import DEFAULT_POLL_S
+from mockllm.server.state.poll_window import DEFAULT_POLL_S
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from mockllm.dsl.machines.compiled import CompiledLibrary
-    from mockllm.server.store import StateStore
+    from mockllm.server.state.store import StateStore
 
 ENV_SCENARIOS = "MOCKLLM_SCENARIOS"
 UVICORN_MISSING = "mockllm: --server uvicorn needs the 'fast' extra: pip install 'mockllm[fast]'"
@@ -95,7 +95,7 @@ async def serve_uvicorn(
         def capture_signals(self) -> Iterator[None]:
             yield
 
-    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+    from mockllm.server.hosts.uvicorn_protocol import uvicorn_protocol
 
     config = uvicorn.Config(
         app,
@@ -160,7 +160,7 @@ def run(
     ``workers`` above 1 serves from that many processes on the one socket (server/workers.py); they
     need ``options.state``, the store they share."""
     from mockllm.runtime.engine.engine import Engine
-    from mockllm.server.app import create_app, server_state
+    from mockllm.server.http.app import create_app, server_state
 
     missing = server_missing(server)
     if missing is not None:
@@ -184,7 +184,7 @@ def run(
         print(f"mockllm: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     print(f"mockllm listening on {url_for(host, sock)}", file=stream, flush=True)
-    from mockllm.server.admin import library_description
+    from mockllm.server.http.admin import library_description
 
     where = f"; state in Redis at {opts.state}" if opts.state else ""
     fleet = f"; {workers} worker processes" if workers > 1 else ""
@@ -245,7 +245,7 @@ def refuse_state(state: str | None, workers: int) -> MockllmError | None:
         return UsageError(WORKERS_NEED_STATE) if workers > 1 else None
     if workers > 1 and sys.platform == "win32":
         return UsageError("mockllm: --workers above 1 needs fork(), which Windows does not have")
-    from mockllm.server.redis_store import reachable
+    from mockllm.server.state.redis_store import reachable
 
     try:
         reachable(state)

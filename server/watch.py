@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from mockllm.server.store import StateStore
+    from mockllm.server.state.store import StateStore
 
 DEFAULT_INTERVAL_S = 0.5
 

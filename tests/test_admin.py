@@ -10,7 +10,7 @@ import pytest
 from conftest import Serve
 from starlette.requests import Request
 
-from mockllm.server.admin import _refusal
+from mockllm.server.http.admin import _refusal
 from mockllm.server.options import ServerOptions
 
 HTTP = httpx.Client(timeout=10)  # one pool: creating a client per request costs ~50 ms

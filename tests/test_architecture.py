@@ -72,7 +72,7 @@ def test_the_layer_table_knows_every_package() -> None:
     assert layer_of("mockllm.dsl.parse.parser") == 0
     assert layer_of("mockllm.runtime.engine.engine") == 1
     assert layer_of("mockllm.runtime.providers.gemini") == 2
-    assert layer_of("mockllm.server.app") == 3
+    assert layer_of("mockllm.server.http.app") == 3
     assert layer_of("mockllm.cli") == 4
 
 
@@ -89,9 +89,9 @@ def test_imports_flow_one_way() -> None:
 
 def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
     source = tmp_path / "engine.py"
-    source.write_text("def f():\n    from mockllm.server.app import create_app\n", encoding="utf-8")
+    source.write_text("def f():\n    from mockllm.server.http.app import create_app\n", encoding="utf-8")
     [(target, line)] = imports_of("mockllm.runtime.engine.engine", source)
-    assert (target, line) == ("mockllm.server.app", 2)
+    assert (target, line) == ("mockllm.server.http.app", 2)
     assert layer_of(target) > layer_of("mockllm.runtime.engine.engine")
 
 

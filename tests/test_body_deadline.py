@@ -1,4 +1,4 @@
-"""The request-body deadline (server/body_deadline.py) follows the event loop it runs on: an app served
+"""The request-body deadline (server/http/body_deadline.py) follows the event loop it runs on: an app served
 by one loop after another (a test session's servers), or by loops in two threads at once, has each
 body read registered under its own task, on its own loop, and cut by that loop's own sweeper. (The
 end-to-end 408 for an abandoned upload is in tests/test_reliability_clients.py.)"""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from mockllm.server.body_deadline import BodyDeadline
+from mockllm.server.http.body_deadline import BodyDeadline
 
 
 async def _read(deadline: BodyDeadline) -> tuple[bool, bool]:

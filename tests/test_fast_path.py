@@ -31,7 +31,7 @@ from mockllm.runtime.providers.common import json_bytes
 from mockllm.runtime.providers.openai_chat import ChunkFramer, _completion_bytes, completion_payload
 from mockllm.runtime.reply import ids
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
-from mockllm.server.responder import header_bytes, response_head
+from mockllm.server.http.responder import header_bytes, response_head
 from mockllm.server.runner import GRANIAN_MISSING, UVICORN_MISSING, server_missing
 
 SCRIPT = """
@@ -331,7 +331,7 @@ def run_app(app: Any, body: bytes, chunks: int = 1, path: str = "/v1/chat/comple
 
 def make_app(script: str, **options: Any) -> Any:
     from mockllm.runtime.engine.engine import Engine
-    from mockllm.server.app import create_app
+    from mockllm.server.http.app import create_app
     from mockllm.server.options import ServerOptions
 
     async def no_sleep(_: float) -> None:
@@ -373,7 +373,7 @@ def test_the_chat_fast_route_reads_the_whole_body_and_drains_a_refused_one() -> 
 
 
 def test_other_methods_and_paths_still_go_through_starlette() -> None:
-    from mockllm.server.app import MockllmApp
+    from mockllm.server.http.app import MockllmApp
 
     app = make_app(SCRIPT)
     assert isinstance(app, MockllmApp)
@@ -395,7 +395,7 @@ def test_coalesced_frames_arrive_as_the_same_bytes_at_the_same_times(raw: list[t
     """Joining what goes out at the same instant changes neither the bytes nor when each byte is sent."""
     from mockllm.runtime.clock import FakeClock
     from mockllm.runtime.providers.base import Frame
-    from mockllm.server.streaming import Faults, coalesce, write_frames
+    from mockllm.server.http.streaming import Faults, coalesce, write_frames
 
     frames = [Frame(data, content=content) for data, content in raw]
 

@@ -27,8 +27,8 @@ from test_recording_embeddings import UPSTREAM as VECTORS
 
 from mockllm.cli import main
 from mockllm.runtime.recording.exchange import Exchange
-from mockllm.server.hypercorn_server import serve_hypercorn
-from mockllm.server.recorder import Recorder
+from mockllm.server.hosts.hypercorn_server import serve_hypercorn
+from mockllm.server.record.recorder import Recorder
 from mockllm.server.runner import bind_socket, url_for
 
 

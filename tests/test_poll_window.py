@@ -1,4 +1,4 @@
-"""When a process polls for Redis's answer (server/poll_window.py): each wait for at most the window, and
+"""When a process polls for Redis's answer (server/state/poll_window.py): each wait for at most the window, and
 not at all for a while once answers keep coming later than the window (Redis on another host, or a
 process too busy for polling to pay)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mockllm.server.poll_window import MAX_POLL_S, MISSES_TO_REST, REST_WAITS, PollWindow
+from mockllm.server.state.poll_window import MAX_POLL_S, MISSES_TO_REST, REST_WAITS, PollWindow
 
 
 def test_answers_within_the_window_keep_every_wait_polled() -> None:

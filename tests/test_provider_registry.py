@@ -20,7 +20,7 @@ from mockllm.dsl.tree.reference import SUBJECTS, VALUES
 from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.registry import ENTRIES, ProviderEntry, RegistryError, Route, Service, Transport
 from mockllm.runtime.recording.readers import READERS
-from mockllm.server.recorder import PUBLIC_APIS, parse_upstreams
+from mockllm.server.record.recorder import PUBLIC_APIS, parse_upstreams
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

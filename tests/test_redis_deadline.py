@@ -20,7 +20,7 @@ from mockllm.errors import StateUnavailable
 from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.providers.registry import adapter_for
 from mockllm.runtime.request import ChatRequest, HttpRequest
-from mockllm.server.redis_store import RedisStore
+from mockllm.server.state.redis_store import RedisStore
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "scenarios" / "chat.mockllm"
 
@@ -136,7 +136,7 @@ def test_a_not_loaded_report_redis_did_not_take_is_sent_at_the_next_sync(redis_u
     """The library is loaded all the same; the report is owed, and the next sync delivers it."""
     import redis
 
-    from mockllm.server.posted import Posted
+    from mockllm.server.state.posted import Posted
 
     with_file, without = tmp_path / "with", tmp_path / "without"
     with_file.mkdir()

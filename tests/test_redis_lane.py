@@ -16,7 +16,7 @@ import redis
 from redis_server import redis_proxy
 
 from mockllm.runtime.engine.engine import Engine
-from mockllm.server.redis_store import RedisStore
+from mockllm.server.state.redis_store import RedisStore
 
 _T = TypeVar("_T")
 READINGS = ["hiredis", "redis-py"]
@@ -110,7 +110,7 @@ def test_push_messages_around_a_commit_neither_fail_it_nor_send_it_twice(redis_u
     from mockllm.dsl.machines.compiler import load_and_compile
     from mockllm.runtime.providers.registry import adapter_for
     from mockllm.runtime.request import HttpRequest
-    from mockllm.server.redis_store import PREFIX
+    from mockllm.server.state.redis_store import PREFIX
 
     script = Path(__file__).resolve().parent.parent / "bench" / "scenarios" / "chat.mockllm"
     library, _, diagnostics = load_and_compile([str(script)])
@@ -160,7 +160,7 @@ def test_a_reply_rendered_ahead_is_given_back_only_for_the_outcome_it_was_render
     from mockllm.runtime.providers.registry import adapter_for
     from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan
     from mockllm.runtime.request import HttpRequest
-    from mockllm.server.responder import RenderAhead, debug_headers, response_head
+    from mockllm.server.http.responder import RenderAhead, debug_headers, response_head
 
     adapter = adapter_for("openai")
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Hello"}]}).encode()

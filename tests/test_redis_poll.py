@@ -1,5 +1,5 @@
 """A process waiting for Redis's answer polls instead of sleeping, within its window (``--state-poll``;
-server/poll_window.py), on a real Redis: seen from the event loop's selector, which is asked to wait with
+server/state/poll_window.py), on a real Redis: seen from the event loop's selector, which is asked to wait with
 no timeout while the loop polls and with one when it may sleep. The window's policy itself is in
 tests/test_poll_window.py."""
 
@@ -17,8 +17,8 @@ from redis_server import redis_proxy
 from sdk_clients import oa
 
 from mockllm.runtime.engine.engine import Engine
-from mockllm.server.poll_window import MISSES_TO_REST, REST_WAITS
-from mockllm.server.redis_store import RedisStore
+from mockllm.server.state.poll_window import MISSES_TO_REST, REST_WAITS
+from mockllm.server.state.redis_store import RedisStore
 
 _T = TypeVar("_T")
 
@@ -137,7 +137,7 @@ def test_serve_state_poll_takes_microseconds_and_zero_and_refuses_the_rest(redis
     """`--state-poll 0` serves (never polling); out of range, or without `--state`, is refused before serving."""
     import subprocess
 
-    from mockllm.server.poll_window import MAX_POLL_S
+    from mockllm.server.state.poll_window import MAX_POLL_S
 
     for wrong in ("-1", str(round(MAX_POLL_S * 1e6) + 1), "0.5"):
         done = subprocess.run(
@@ -183,7 +183,7 @@ def test_the_window_given_reaches_the_store_and_the_default_is_200_microseconds(
     """From the command line to the options `mockllm serve` serves with, and from the options to the store."""
     from mockllm.cli import build_parser
     from mockllm.server import runner
-    from mockllm.server.app import create_app, server_state
+    from mockllm.server.http.app import create_app, server_state
     from mockllm.server.options import ServerOptions
 
     served: list[ServerOptions] = []

@@ -17,7 +17,7 @@ from provider_cases import one_reply
 
 from mockllm.runtime.clock import FakeClock
 from mockllm.runtime.providers.base import Frame
-from mockllm.server.streaming import Faults, StreamResult, write_frames
+from mockllm.server.http.streaming import Faults, StreamResult, write_frames
 
 HTTP = httpx.Client(timeout=10)  # one pool: creating a client per request costs ~50 ms
 

@@ -1,4 +1,4 @@
-"""`--server uvicorn` runs Uvicorn's protocol made cheaper per request (server/uvicorn_protocol.py):
+"""`--server uvicorn` runs Uvicorn's protocol made cheaper per request (server/hosts/uvicorn_protocol.py):
 each response's head and body in one write, mockllm's own leaner request cycle, and the head written
 with its headers checked once per response instead of twice per header.
 
@@ -6,7 +6,7 @@ Uvicorn writes a response's status line and headers as soon as the app starts th
 body in a second write. The transport mockllm gives Uvicorn's protocol holds a write until the next
 one or the end of the event loop's turn. These tests run the real Uvicorn protocol on a real socket
 and count what reaches the socket: the transport under the joined one is wrapped to record its
-writes, and passes each on. The lean request cycle (server/uvicorn_cycle.py) is compared with
+writes, and passes each on. The lean request cycle (server/hosts/uvicorn_cycle.py) is compared with
 Uvicorn's own: its head byte for byte and state for state for the same response start, and, over
 real sockets, what the app receives and the client reads for the same raw requests."""
 
@@ -25,8 +25,8 @@ pytest.importorskip("httptools", reason="the `fast` extra (httptools) is part of
 
 from sdk_clients import opened  # noqa: E402
 
-from mockllm.server.uvicorn_cycle import LeanCycle  # noqa: E402
-from mockllm.server.uvicorn_protocol import LEAN_CYCLE, JoinedWrites  # noqa: E402
+from mockllm.server.hosts.uvicorn_cycle import LeanCycle  # noqa: E402
+from mockllm.server.hosts.uvicorn_protocol import LEAN_CYCLE, JoinedWrites  # noqa: E402
 
 
 class Recorded:
@@ -55,8 +55,8 @@ async def _serve_and_ask(requests: list[bytes], half_close: bool = False) -> tup
     from mockllm.dsl.machines.compiler import compile_library
     from mockllm.dsl.parse.loader import load_text
     from mockllm.runtime.engine.engine import Engine
-    from mockllm.server.app import create_app
-    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+    from mockllm.server.hosts.uvicorn_protocol import uvicorn_protocol
+    from mockllm.server.http.app import create_app
 
     script = (
         'scenario "s":\n    step a:\n        reply:\n            text "joined"\n            stream 3 chunks\n'
@@ -370,7 +370,7 @@ def test_the_lean_head_is_uvicorns_head(
 
 
 def test_the_lean_head_remembers_valid_names_only() -> None:
-    from mockllm.server import uvicorn_cycle
+    from mockllm.server.hosts import uvicorn_cycle
 
     _start(LeanCycle, [(b"X-Remembered", b"1"), (b"bad name", b"2")], 200, "POST", True)
     assert uvicorn_cycle._NAMES[b"X-Remembered"] == b"x-remembered"
@@ -420,7 +420,7 @@ def test_the_lean_head_logs_and_skips_as_uvicorn_does(case: str, caplog: pytest.
 
 
 def test_the_lean_head_serves_only_on_the_uvicorn_it_was_checked_against() -> None:
-    from mockllm.server import uvicorn_protocol
+    from mockllm.server.hosts import uvicorn_protocol
 
     assert LEAN_CYCLE == (uvicorn.__version__ == "0.54.0")  # (another Uvicorn: its own cycle, below)
     assert uvicorn_protocol._digest(uvicorn_protocol.RequestResponseCycle.send) is not None
@@ -464,8 +464,8 @@ async def _keep_alive_session(timeout_s: float, requests: int, gap_s: float) -> 
     from mockllm.dsl.machines.compiler import compile_library
     from mockllm.dsl.parse.loader import load_text
     from mockllm.runtime.engine.engine import Engine
-    from mockllm.server.app import create_app
-    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+    from mockllm.server.hosts.uvicorn_protocol import uvicorn_protocol
+    from mockllm.server.http.app import create_app
 
     script = 'scenario "s":\n    step a:\n        reply:\n            text "kept"\n        always\n'
     library, diagnostics = compile_library(load_text(script, file="kept.mockllm"))
@@ -514,7 +514,7 @@ async def _keep_alive_session(timeout_s: float, requests: int, gap_s: float) -> 
 
 
 def test_a_busy_keep_alive_connection_stays_open_and_an_idle_one_is_closed() -> None:
-    from mockllm.server.uvicorn_protocol import ONE_IDLE_TIMER
+    from mockllm.server.hosts.uvicorn_protocol import ONE_IDLE_TIMER
 
     assert ONE_IDLE_TIMER == (uvicorn.__version__ == "0.54.0")
     # 12 requests 0.25 s apart: 3 s of use on one connection with a 1 s keep-alive timeout
@@ -645,7 +645,7 @@ _EXCHANGES: dict[str, tuple[list[bytes], bytes]] = {  # what the client writes, 
 def test_the_lean_cycle_gives_the_app_and_the_client_what_uvicorn_gives(case: str) -> None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+    from mockllm.server.hosts.uvicorn_protocol import uvicorn_protocol
 
     pieces, until = _EXCHANGES[case]
     stock = asyncio.run(_exchange(HttpToolsProtocol, pieces, until=until))
@@ -661,7 +661,7 @@ def test_the_lean_cycle_gives_the_app_and_the_client_what_uvicorn_gives(case: st
 def test_the_lean_cycle_tells_the_app_when_the_client_hangs_up_as_uvicorn_does() -> None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+    from mockllm.server.hosts.uvicorn_protocol import uvicorn_protocol
 
     pieces = [b"POST /wait HTTP/1.1\r\nhost: h\r\ncontent-length: 2\r\n\r\nhi"]
     stock = asyncio.run(_exchange(HttpToolsProtocol, pieces, until=b"first\r\n", hang_up=True))
@@ -689,7 +689,7 @@ def test_a_closed_connection_is_freed_without_the_garbage_collector() -> None:
     import gc
     import weakref
 
-    from mockllm.server.uvicorn_protocol import uvicorn_protocol
+    from mockllm.server.hosts.uvicorn_protocol import uvicorn_protocol
 
     made: list[weakref.ref[Any]] = []
     base = uvicorn_protocol()

@@ -28,7 +28,7 @@ from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.reply.planner import _Call, _Resolved
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Tool, ToolCall, ToolResult
 from mockllm.runtime.values import fast_frozen
-from mockllm.server.streaming import Faults, StreamResult
+from mockllm.server.http.streaming import Faults, StreamResult
 
 VALUES = Path(__file__).resolve().parents[1] / "runtime" / "values.py"
 

@@ -2,7 +2,7 @@
 framing. Every adapter streams by framing these events (:class:`Framer`), so the order of thinking,
 text, refusal and tool calls, the fragments `N chunks` made, `interleave calls` and which frames count
 as content are decided here once; latency, chunk spacing, cut connections and mid-stream errors are
-the server's (``server/responder.py``, ``server/streaming.py``), written once for every provider.
+the server's (``server/http/responder.py``, ``server/http/streaming.py``), written once for every provider.
 
 The events of one reply, in order (``*``: zero or more; ``?``: at most one)::
 

@@ -26,7 +26,7 @@ from mockllm.runtime.providers import sniff
 from mockllm.runtime.providers.base import Adapter
 from mockllm.runtime.request import Operation, Provider
 
-#: how the server answers a route's requests (``server/app.py``): "chat" (the adapter parses and
+#: how the server answers a route's requests (``server/http/app.py``): "chat" (the adapter parses and
 #: renders, the engine decides), "inputs" (the route's own parse/render pair, the engine decides),
 #: "count_tokens" (the adapter answers alone), "model_path" (``…/models/{model}:METHOD``: by method),
 #: and the listings and banners ("models", "tags", "version", "root")

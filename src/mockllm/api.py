@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from mockllm.runtime.engine.journal import JournalEntry
     from mockllm.server.background import BackgroundServer
     from mockllm.server.options import ServerOptions
-    from mockllm.server.posted import Posted
+    from mockllm.server.state.posted import Posted
 
 __all__ = [
     "LoadResult",
@@ -418,7 +418,7 @@ class MockServer:
         chosen = base if base is not None else base_dir
         where = os.fspath(chosen if chosen is not None else self.options.scenario_base)
         posted = self._posted(source, where)  # what the other servers sharing the state load
-        if self.options.state:  # compiled here as every one of them compiles it (server/posted.py)
+        if self.options.state:  # compiled here as every one of them compiles it (server/state/posted.py)
             compiled_here, diagnostics, sources = posted.compile(self.options.scenario_base)
             if compiled_here is None:
                 raise DiagnosticsError(diagnostics, sources)
@@ -437,8 +437,8 @@ class MockServer:
         return Loaded(names, replaced, warnings)
 
     def _posted(self, source: Source, base: str) -> Posted:
-        """``source`` as the other servers sharing this one's state load it (see server/posted.py)."""
-        from mockllm.server.posted import Posted
+        """``source`` as the other servers sharing this one's state load it (see server/state/posted.py)."""
+        from mockllm.server.state.posted import Posted
 
         root = os.path.realpath(self.options.scenario_base)
         below = os.path.relpath(os.path.realpath(base), root)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.errors import FileError, MockllmError, UsageError
-from mockllm.server.poll_window import DEFAULT_POLL_S, MAX_POLL_S
+from mockllm.server.state.poll_window import DEFAULT_POLL_S, MAX_POLL_S
 
 if TYPE_CHECKING:
     from mockllm.dsl.tree.nodes import ScriptFile
@@ -526,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "record",
-        _delegate("mockllm.server.recorder", "record_command"),
+        _delegate("mockllm.server.record.recorder", "record_command"),
         "a recording proxy: forward to the real APIs, write each conversation as a script",
         "Serve every provider route on one port, forward each request to the provider's API "
         "and stream its answer back, writing each completed exchange into a .mockllm script per conversation.",

@@ -1,8 +1,8 @@
 """``mockllm import``: the file side of turning cassettes into scripts.
 
 The translation itself is pure (:mod:`mockllm.runtime.recording`); this module reads cassette files
-and writes each conversation's script (atomically, :mod:`mockllm.server.script_files`); the recording
-proxy is :mod:`mockllm.server.recorder`."""
+and writes each conversation's script (atomically, :mod:`mockllm.server.record.script_files`); the recording
+proxy is :mod:`mockllm.server.record.recorder`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from mockllm.errors import FileError, UsageError
 from mockllm.runtime.recording.cassettes import load_cassette
 from mockllm.runtime.recording.output import script_text
 from mockllm.runtime.recording.translate import Turn, conversations, read_exchange, scripts
-from mockllm.server.script_files import write_script
+from mockllm.server.record.script_files import write_script
 
 __all__ = ["import_command", "import_files"]
 

@@ -51,9 +51,9 @@ from mockllm.runtime.engine.engine import continued, response_id
 from mockllm.runtime.engine.journal import DEFAULT_ENTRY_BODY_BYTES, Delivery, JournalEntry
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.jsonout import compact_encoder
-from mockllm.server.poll_window import DEFAULT_POLL_S, MAX_POLL_S, PollWindow
-from mockllm.server.posted import Posted, merged
-from mockllm.server.store import StateStore
+from mockllm.server.state.poll_window import DEFAULT_POLL_S, MAX_POLL_S, PollWindow
+from mockllm.server.state.posted import Posted, merged
+from mockllm.server.state.store import StateStore
 
 if TYPE_CHECKING:
     from mockllm.dsl.machines.compiled import CompiledLibrary
@@ -342,7 +342,7 @@ class _Lane:
     -- most of the client's cost per request -- and read through a :class:`_Wire` where hiredis is
     installed. One watchdog holds every exchange to its deadline instead of a timer per exchange
     (``asyncio.timeout`` costs a request as much as Redis's own work). While an exchange waits within
-    its poll window (server/poll_window.py), the loop polls instead of sleeping: one callback kept ready,
+    its poll window (server/state/poll_window.py), the loop polls instead of sleeping: one callback kept ready,
     so each turn of the loop looks for I/O with a zero timeout."""
 
     def __init__(self, pool: Any, size: int, redis: Any, timeout: float, poll: float) -> None:
@@ -589,7 +589,7 @@ class RedisStore(StateStore):
         poll: float = DEFAULT_POLL_S,
     ) -> None:
         """``timeout``: how long to wait for a connection to Redis and for each of its answers; ``poll``:
-        how long to poll for an answer before the loop may sleep (server/poll_window.py; 0: never)."""
+        how long to poll for an answer before the loop may sleep (server/state/poll_window.py; 0: never)."""
         if not timeout > 0:
             raise UsageError(f"mockllm: the Redis timeout must be positive, not {timeout!r}")
         if not 0 <= poll <= MAX_POLL_S:

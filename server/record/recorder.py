@@ -26,10 +26,10 @@ from mockllm.runtime.recording.exchange import Exchange, Timing
 from mockllm.runtime.recording.output import script_text
 from mockllm.runtime.recording.translate import Turn, conversations, read_exchange, script
 from mockllm.runtime.request import Provider
-from mockllm.server.hypercorn_server import serve_hypercorn
-from mockllm.server.routes import adapter_for, provider_for
+from mockllm.server.hosts.hypercorn_server import serve_hypercorn
+from mockllm.server.http.routes import adapter_for, provider_for
+from mockllm.server.record.script_files import write_script
 from mockllm.server.runner import bind_socket, run_until_interrupted, stop_on_signals, url_for
-from mockllm.server.script_files import write_script
 
 __all__ = ["PUBLIC_APIS", "Recorder", "check_reachable", "named_upstreams", "parse_upstreams", "record_command"]
 

@@ -1,5 +1,5 @@
 """Granian (the `granian` extra) on an already bound socket, in the running event loop, stopping
-gracefully as :func:`mockllm.server.hypercorn_server.serve_hypercorn` does.
+gracefully as :func:`mockllm.server.hosts.hypercorn_server.serve_hypercorn` does.
 
 Granian's HTTP/1.1 and HTTP/2 handling is Rust (hyper); only the ASGI app runs in Python, on this
 process's event loop (Granian's embedded server: one worker, no child processes, the caller owns
@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mockllm.server.hypercorn_server import ACCEPT_WARNING_EVERY_S, FINISH_S, KEEP_ALIVE_S, wind_down
+from mockllm.server.hosts.hypercorn_server import ACCEPT_WARNING_EVERY_S, FINISH_S, KEEP_ALIVE_S, wind_down
 
 log = logging.getLogger("mockllm.server")
 

@@ -22,7 +22,7 @@ steps, which takes the bare app to about 104,000 instructions and a mockllm chat
 - the head is written by :func:`write_head`, its checks done once per response.
 
 The protocol methods that make and feed a cycle are in :class:`LeanRequests`, mixed into the
-protocol class by :func:`mockllm.server.uvicorn_protocol.uvicorn_protocol` only on the Uvicorn
+protocol class by :func:`mockllm.server.hosts.uvicorn_protocol.uvicorn_protocol` only on the Uvicorn
 release they were checked against (the digests of the source of the methods they replace or rely
 on); any other Uvicorn serves with its own cycle."""
 

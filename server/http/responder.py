@@ -16,9 +16,9 @@ from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
 from mockllm.runtime.providers.common import utf8_json, utf8_text
 from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, RawPlan
 from mockllm.runtime.request import ChatRequest
+from mockllm.server.http.streaming import Channel, Faults, coalesce, frames_before_error, write_frames
 from mockllm.server.options import ServerOptions
 from mockllm.server.shutdown import Shutdown
-from mockllm.server.streaming import Channel, Faults, coalesce, frames_before_error, write_frames
 
 log = logging.getLogger("mockllm.server")
 

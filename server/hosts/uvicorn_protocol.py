@@ -1,5 +1,5 @@
 """Uvicorn's httptools protocol, made cheaper per request: the head and body in one write, a leaner
-request cycle (:mod:`mockllm.server.uvicorn_cycle`), and one keep-alive timer per connection
+request cycle (:mod:`mockllm.server.hosts.uvicorn_cycle`), and one keep-alive timer per connection
 instead of one per response.
 
 **Joined writes.** Uvicorn writes a response's status line and headers to the socket as soon as the app sends
@@ -11,9 +11,9 @@ pause, goes out at the end of the turn it was written in, as before; when the cl
 what is held goes out before the loop closes the connection. Nothing else changes: every other call
 is the transport's own.
 
-**A lean request cycle.** :class:`~mockllm.server.uvicorn_cycle.LeanCycle` replaces Uvicorn's
+**A lean request cycle.** :class:`~mockllm.server.hosts.uvicorn_cycle.LeanCycle` replaces Uvicorn's
 ``RequestResponseCycle`` and the protocol methods that make and feed it
-(:class:`~mockllm.server.uvicorn_cycle.LeanRequests`): the same scope, messages, checks and errors
+(:class:`~mockllm.server.hosts.uvicorn_cycle.LeanRequests`): the same scope, messages, checks and errors
 in fewer Python steps, and each response's head written with its checks done once per response
 instead of twice per header.
 
@@ -35,7 +35,7 @@ from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from mockllm.server.uvicorn_cycle import LeanRequests
+from mockllm.server.hosts.uvicorn_cycle import LeanRequests
 
 
 class JoinedWrites:
@@ -152,7 +152,7 @@ ONE_IDLE_TIMER = _reviewed(*_IDLE_TIMER)
 
 def uvicorn_protocol() -> type[Any]:
     """Uvicorn's httptools protocol class, its transport's writes joined (:class:`JoinedWrites`) and
-    its requests run by :class:`~mockllm.server.uvicorn_cycle.LeanCycle` (where this Uvicorn allows)."""
+    its requests run by :class:`~mockllm.server.hosts.uvicorn_cycle.LeanCycle` (where this Uvicorn allows)."""
     bases: tuple[type[Any], ...] = (LeanRequests, HttpToolsProtocol) if LEAN_CYCLE else (HttpToolsProtocol,)
 
     class MockllmProtocol(*bases):  # type: ignore[misc]

@@ -25,11 +25,11 @@ from mockllm.runtime.engine.journal import DEFAULT_PAGE, MAX_PAGE
 from mockllm.runtime.providers.common import utf8_json
 from mockllm.server.memory import release_memory
 from mockllm.server.options import ServerOptions
-from mockllm.server.posted import Posted
+from mockllm.server.state.posted import Posted
 
 if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine
-    from mockllm.server.store import StateStore
+    from mockllm.server.state.store import StateStore
 
 ADMIN_PREFIX = "/_mockllm"
 

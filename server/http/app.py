@@ -9,7 +9,7 @@ import asyncio
 import itertools
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -28,15 +28,15 @@ from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext
 from mockllm.runtime.providers.common import LowerCaseHeaders
 from mockllm.runtime.providers.inputs import InputsAdapter, route_functions
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
-from mockllm.server.admin import ADMIN_PREFIX, admin_mount
-from mockllm.server.body_deadline import BodyDeadline, BodyTimeout
+from mockllm.server.http.admin import ADMIN_PREFIX, admin_mount
+from mockllm.server.http.body_deadline import BodyDeadline, BodyTimeout
+from mockllm.server.http.responder import RenderAhead, deliver, header_bytes, send_whole
+from mockllm.server.http.routes import ROUTES, RouteSpec, adapter_for, provider_for
+from mockllm.server.http.routes import split_model_path as _split
+from mockllm.server.http.streaming import DRAIN_CAP, Channel
 from mockllm.server.options import ServerOptions
-from mockllm.server.responder import RenderAhead, deliver, header_bytes, send_whole
-from mockllm.server.routes import ROUTES, RouteSpec, adapter_for, provider_for
-from mockllm.server.routes import split_model_path as _split
 from mockllm.server.shutdown import Shutdown
-from mockllm.server.store import StateStore, open_store
-from mockllm.server.streaming import DRAIN_CAP, Channel
+from mockllm.server.state.store import StateStore, open_store
 
 if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine
@@ -439,6 +439,18 @@ def _route_error(state: ServerState, provider: Provider, status: int, method: st
 # The application
 
 
+def _admin_routes(state: ServerState) -> list[BaseRoute]:
+    return [admin_mount(state.engine, state.options, state.store)]
+
+
+# The one place a subsystem adds its routes to the app, after the providers' routes, in this order: a
+# function from the server's state to its routes. A new transport (server/audio/, server/mcp/,
+# server/realtime/ …; docs/architecture.md, "Adding a transport") adds its function here, one a line.
+SUBSYSTEM_ROUTES: tuple[Callable[[ServerState], list[BaseRoute]], ...] = (
+    _admin_routes,  # /_mockllm: the admin API
+)
+
+
 class MockllmApp(Starlette):
     """Starlette, with the chat routes dispatched before the middleware stack and the router.
 
@@ -476,7 +488,8 @@ def create_app(
     )
     endpoints = [(spec, ProviderEndpoint(state, spec)) for spec in ROUTES]
     routes: list[BaseRoute] = [Route(spec.path, endpoint, methods=list(spec.methods)) for spec, endpoint in endpoints]
-    routes.append(admin_mount(engine, opts, state.store))
+    for subsystem in SUBSYSTEM_ROUTES:
+        routes += subsystem(state)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

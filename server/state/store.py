@@ -4,7 +4,7 @@ The engine (runtime/engine) decides every turn as a function of a conversation's
 a store keeps those states, the stored responses (``previous_response_id``, Anthropic threads),
 the steps used and the journal. :class:`StateStore` is the embedded default: the engine's own
 tables, in this process's memory, called directly (the hot path does not even await it). A shared
-store (``--state redis://…``, server/redis_store.py) keeps them in Redis so several processes serve
+store (``--state redis://…``, server/state/redis_store.py) keeps them in Redis so several processes serve
 one library as if they were one server."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mockllm.server.poll_window import DEFAULT_POLL_S
-from mockllm.server.posted import Posted, merged
+from mockllm.server.state.poll_window import DEFAULT_POLL_S
+from mockllm.server.state.posted import Posted, merged
 
 if TYPE_CHECKING:
     from mockllm.dsl.machines.compiled import CompiledLibrary
@@ -102,11 +102,11 @@ class StateStore:
 def open_store(engine: Engine, url: str | None, root: str = ".", poll: float = DEFAULT_POLL_S) -> StateStore:
     """The store ``--state URL`` names: None for memory, ``redis://HOST:PORT/DB`` for Redis, which
     compiles scenarios other processes post against ``root``, the scenario base, and polls for its
-    answers for ``poll`` seconds at most (server/poll_window.py). Raises
+    answers for ``poll`` seconds at most (server/state/poll_window.py). Raises
     :class:`~mockllm.errors.UsageError` for a URL it cannot use (another scheme, the extra missing)."""
     if not url:
         return StateStore(engine)
-    from mockllm.server.redis_store import RedisStore
+    from mockllm.server.state.redis_store import RedisStore
 
     return RedisStore(
         engine,
