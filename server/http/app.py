@@ -34,6 +34,7 @@ from mockllm.server.http.responder import RenderAhead, deliver, header_bytes, se
 from mockllm.server.http.routes import ROUTES, RouteSpec, adapter_for, provider_for
 from mockllm.server.http.routes import split_model_path as _split
 from mockllm.server.http.streaming import DRAIN_CAP, Channel
+from mockllm.server.mcp.http import mcp_routes
 from mockllm.server.options import ServerOptions
 from mockllm.server.shutdown import Shutdown
 from mockllm.server.state.store import StateStore, open_store
@@ -448,6 +449,7 @@ def _admin_routes(state: ServerState) -> list[BaseRoute]:
 # server/realtime/ …; docs/architecture.md, "Adding a transport") adds its function here, one a line.
 SUBSYSTEM_ROUTES: tuple[Callable[[ServerState], list[BaseRoute]], ...] = (
     _admin_routes,  # /_mockllm: the admin API
+    mcp_routes,  # /mcp/NAME: the library's `mcp server` blocks (server/mcp/)
 )
 
 

@@ -1,0 +1,137 @@
+"""One MCP message answered, whatever the transport: sessions, the handshake, the tool listing, and
+tool calls decided by the engine through the state store (so they are journalled, verified and
+shown by the admin views like model requests)."""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from mockllm.runtime.engine.journal import Delivery
+from mockllm.runtime.mcp import protocol as p
+
+if TYPE_CHECKING:
+    from mockllm.dsl.tree.nodes import McpServer
+    from mockllm.runtime.engine.engine import Engine
+    from mockllm.server.state.store import StateStore
+
+MAX_SESSIONS = 10_000
+
+
+@attrs.define
+class Session:
+    """One client's session: its id (``Mcp-Session-Id``), the negotiated version, and the key of the
+    conversation its calls belong to when the client names none."""
+
+    id: str
+    version: str = p.LATEST_VERSION
+    initialized: bool = False
+    closed: bool = False
+
+
+class Sessions:
+    """The live sessions, at most ``limit`` (the oldest is forgotten first)."""
+
+    def __init__(self, limit: int = MAX_SESSIONS) -> None:
+        self._table: OrderedDict[str, Session] = OrderedDict()
+        self._limit = limit
+        self._count = itertools.count(1)
+
+    def open(self) -> Session:
+        session = Session(f"{next(self._count):04x}{secrets.token_hex(14)}")
+        self._table[session.id] = session
+        while len(self._table) > self._limit:
+            self._table.popitem(last=False)[1].closed = True
+        return session
+
+    def get(self, session_id: str) -> Session | None:
+        return self._table.get(session_id)
+
+    def close(self, session_id: str) -> bool:
+        session = self._table.pop(session_id, None)
+        if session is None:
+            return False
+        session.closed = True
+        return True
+
+
+@attrs.frozen
+class Handled:
+    """The answer to one message: a JSON-RPC message to send now (``message``), or a tool call's
+    :class:`~mockllm.runtime.mcp.protocol.Answer` with its journal entry (settle it once sent), or
+    nothing (a notification or a client's response)."""
+
+    message: dict[str, Any] | None = None
+    call: p.Answer | None = None
+    entry_id: int = 0
+
+
+NOTHING = Handled()
+
+
+class McpService:
+    def __init__(self, engine: Engine, store: StateStore, software: str = "") -> None:
+        self.engine = engine
+        self.store = store
+        self.software = software
+        self.sessions = Sessions()
+
+    def server(self, name: str) -> McpServer | None:
+        library = self.engine.library
+        if library is None:
+            return None
+        for server in library.mcp_servers:
+            if server.name == name:
+                return server
+        return None
+
+    def server_names(self) -> list[str]:
+        library = self.engine.library
+        return [s.name for s in library.mcp_servers] if library is not None else []
+
+    async def handle(
+        self, server: McpServer, msg: p.Message, session: Session, headers: Mapping[str, str] | None = None
+    ) -> Handled:
+        """Answer ``msg`` in ``session`` (``headers``: the HTTP request's, lower-cased, for the
+        conversation header; none on stdio)."""
+        if msg.kind != "request":
+            if msg.method == "notifications/initialized":
+                session.initialized = True
+            return NOTHING
+        method = msg.method
+        if method == "initialize":
+            session.version = p.negotiate(msg.params)
+            session.initialized = True
+            return Handled(p.rpc_result(msg.id, p.initialize_result(server, session.version, self.software)))
+        if method == "ping":
+            return Handled(p.rpc_result(msg.id, {}))
+        if method in ("tools/list", "tools/call") and not session.initialized:
+            return Handled(p.rpc_error(msg.id, p.INVALID_REQUEST, "Invalid request: initialize the session first"))
+        if method == "tools/list":
+            return Handled(p.rpc_result(msg.id, p.tools_list(server)))
+        if method == "tools/call":
+            return await self._call(server, msg, session, headers)
+        return Handled(p.rpc_error(msg.id, p.METHOD_NOT_FOUND, "Method not found", method))
+
+    async def _call(
+        self, server: McpServer, msg: p.Message, session: Session, headers: Mapping[str, str] | None
+    ) -> Handled:
+        call = p.prepare_call(server, msg, f"mcp-{session.id}", headers)
+        if call.immediate is not None or call.chat is None or call.tool is None:
+            if call.rejected is not None:  # journalled, so `verify` shows a call the script never expected
+                await self.store.reject("mcp", f"/mcp/{server.name}", 200, call.rejected, call.chat)
+            if call.rpc_error:
+                return Handled(call.immediate)
+            return Handled(p.rpc_result(msg.id, call.immediate))
+        outcome = await self.store.handle(call.chat)
+        answer = p.answer(msg.id, outcome.plan, call.tool, call.chat.arguments)
+        return Handled(call=answer, entry_id=outcome.entry_id)
+
+    def settle(self, entry_id: int, status: int, *, client_gone: bool = False, note: str | None = None) -> None:
+        if entry_id:
+            self.store.settle(entry_id, Delivery(status, client_gone, note))
