@@ -379,6 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
     p = command(
+        "mcp",
+        _delegate("mockllm.server.mcp.stdio", "mcp_command"),
+        "serve one `mcp server` block over stdio",
+        "Serve the `mcp server \"NAME\"` block of a library over stdio (one JSON-RPC message per line), "
+        "for MCP clients that spawn their tool servers. Without PATH: $MOCKLLM_SCENARIOS.",
+    )
+    p.add_argument("name", metavar="NAME", help="the name of the `mcp server` block")
+    p.add_argument("paths", nargs="*", metavar="PATH", help=".mockllm/.json files or directories")
+
+    p = command(
         "serve",
         _cmd_serve,
         "serve a library over HTTP",
