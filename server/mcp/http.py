@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from starlette.routing import BaseRoute, Route
 
 from mockllm.runtime.mcp import protocol as p
-from mockllm.server.mcp.service import McpService, Session
 from mockllm.server.http.streaming import Channel
+from mockllm.server.mcp.service import McpService, Session
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send

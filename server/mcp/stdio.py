@@ -107,7 +107,7 @@ def mcp_command(args: argparse.Namespace) -> int:
     from mockllm.dsl.diagnostics import render
     from mockllm.dsl.machines.compiler import load_and_compile
     from mockllm.runtime.engine.engine import Engine
-    from mockllm.server.store import StateStore
+    from mockllm.server.state.store import StateStore
 
     name = str(args.name)
     paths = library_paths(getattr(args, "paths", None) or [])

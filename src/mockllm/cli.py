@@ -382,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
         "mcp",
         _delegate("mockllm.server.mcp.stdio", "mcp_command"),
         "serve one `mcp server` block over stdio",
-        "Serve the `mcp server \"NAME\"` block of a library over stdio (one JSON-RPC message per line), "
+        'Serve the `mcp server "NAME"` block of a library over stdio (one JSON-RPC message per line), '
         "for MCP clients that spawn their tool servers. Without PATH: $MOCKLLM_SCENARIOS.",
     )
     p.add_argument("name", metavar="NAME", help="the name of the `mcp server` block")
