@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from mockllm.server import runner
+from mockllm.server.hosts.table import DEFAULT_HOST, HOST_NAMES, HOSTS
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_REPLY = HERE / "scenarios" / "reply.json"
@@ -165,7 +166,7 @@ def serve(app: Starlette, sock: socket.socket, server: str, loop: str | None = N
     except ImportError:
         print("baseline: uvloop is not installed", file=sys.stderr)
         return 2
-    serving = {"granian": runner.serve_granian, "uvicorn": runner.serve_uvicorn}.get(server, runner.serve_hypercorn)
+    serving = HOSTS[server].serve()
 
     async def main() -> None:
         await serving(app, sock, runner.stop_on_signals().wait)
@@ -179,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Bare Starlette baseline for the mockllm benchmark.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--server", choices=("hypercorn", "uvicorn", "granian"), default="hypercorn")
+    parser.add_argument("--server", choices=HOST_NAMES, default=DEFAULT_HOST)
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default=None, help="default: as `mockllm serve`")
     parser.add_argument("--reply", type=Path, default=DEFAULT_REPLY, help="the non-streamed JSON body to return")
     parser.add_argument("--stream", type=Path, default=DEFAULT_STREAM, help="the SSE body to stream")

@@ -9,18 +9,16 @@ import argparse
 import asyncio
 import contextlib
 import importlib
-import importlib.util
 import logging
 import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mockllm.errors import MockllmError, ServerError, UsageError
-from mockllm.server.hosts.granian_server import GRANIAN_MISSING, granian_module, serve_granian
-from mockllm.server.hosts.hypercorn_server import FINISH_S, KEEP_ALIVE_S, serve_hypercorn
+from mockllm.errors import MockllmError, UsageError
+from mockllm.server.hosts.table import DEFAULT_HOST, HOSTS
 from mockllm.server.options import (
     DEFAULT_HANG_LIMIT_S,
     DEFAULT_MAX_BODY_BYTES,
@@ -30,13 +28,10 @@ from mockllm.server.options import (
 from mockllm.server.state.poll_window import DEFAULT_POLL_S
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
-
     from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.server.state.store import StateStore
 
 ENV_SCENARIOS = "MOCKLLM_SCENARIOS"
-UVICORN_MISSING = "mockllm: --server uvicorn needs the 'fast' extra: pip install 'mockllm[fast]'"
 
 log = logging.getLogger("mockllm.server")
 
@@ -73,60 +68,6 @@ def url_for(host: str, sock: socket.socket) -> str:
     return f"http://{shown}:{port}"
 
 
-async def serve_uvicorn(
-    app: Starlette,
-    sock: socket.socket,
-    shutdown_trigger: Callable[[], Awaitable[None]],
-    *,
-    grace_s: float = 1.0,
-    finish: Callable[[], None] | None = None,
-) -> None:
-    """Run Uvicorn (httptools) on an already bound socket, in the running event loop, until
-    ``shutdown_trigger`` returns; then as :func:`serve_hypercorn` does: open responses get ``grace_s``
-    seconds, ``finish`` is called, and what still runs :data:`FINISH_S` later is cancelled. The
-    caller owns the signals: Uvicorn's own handlers would re-raise SIGTERM after shutting down, and
-    the process would die of it instead of exiting 0."""
-    uvicorn = _fast_modules()
-    if uvicorn is None:
-        raise ServerError(UVICORN_MISSING)
-
-    class Server(uvicorn.Server):  # type: ignore[misc, name-defined]
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield
-
-    from mockllm.server.hosts.uvicorn_protocol import uvicorn_protocol
-
-    config = uvicorn.Config(
-        app,
-        http=uvicorn_protocol(),  # httptools; one write per response, a lean head
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=max(grace_s, 0.0) + FINISH_S,
-        timeout_keep_alive=KEEP_ALIVE_S,
-        # The client address is the peer's, as on the other servers (the admin API reads the headers a
-        # proxy on this machine adds, on every server): no middleware around every request.
-        proxy_headers=False,
-    )
-    server = Server(config)
-
-    async def stop_when_triggered() -> None:
-        await shutdown_trigger()
-        server.should_exit = True
-        if finish is not None:
-            await asyncio.sleep(max(grace_s, 0.0))
-            finish()
-
-    watcher = asyncio.ensure_future(stop_when_triggered())
-    try:
-        await server.serve(sockets=[sock])
-    finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await watcher
-
-
 def loop_factory(loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The event loop factory for ``loop`` ("asyncio" or "uvloop"); None for asyncio's default."""
     if loop == "uvloop":
@@ -142,7 +83,7 @@ def run(
     host: str = "127.0.0.1",
     port: int = 8080,
     options: ServerOptions | None = None,
-    server: str = "hypercorn",
+    server: str = DEFAULT_HOST,
     loop: str | None = None,
     max_conversations: int = 10_000,
     idle_seconds: float = 3600.0,
@@ -192,6 +133,7 @@ def run(
 
     def serve_here() -> int:
         engine = Engine(library, clock=opts.clock, max_conversations=max_conversations, idle_seconds=idle_seconds)
+        serve = HOSTS[server].serve()
         app = create_app(engine, opts)
 
         async def main() -> None:
@@ -210,12 +152,7 @@ def run(
 
             grace = opts.shutdown_grace_s
             try:
-                if server == "uvicorn":
-                    await serve_uvicorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
-                elif server == "granian":
-                    await serve_granian(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
-                else:
-                    await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+                await serve(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
             finally:
                 if watcher is not None:
                     watcher.cancel()
@@ -271,32 +208,13 @@ def run_until_interrupted(
 
 
 def server_missing(server: str) -> str | None:
-    """Why ``server`` cannot run here (its extra is not installed), else None."""
-    if server == "uvicorn" and _fast_modules() is None:
-        return UVICORN_MISSING
-    if server == "granian" and granian_module() is None:
-        return GRANIAN_MISSING
-    return None
+    """Why the host ``server`` cannot run here (its extra is not installed), else None."""
+    return HOSTS[server].missing()
 
 
 def default_loop(server: str) -> str:
-    """uvloop for the fast servers where it is installed (Granian installs it where it can), else asyncio."""
-    if server == "hypercorn" or sys.platform == "win32":
-        return "asyncio"
-    if server == "granian" and importlib.util.find_spec("uvloop") is None:
-        return "asyncio"
-    return "uvloop"
-
-
-def _fast_modules() -> Any | None:
-    """The uvicorn module when it and its fast extras are importable, else None."""
-    try:
-        if sys.platform != "win32":  # the extra installs uvloop everywhere but Windows
-            importlib.import_module("uvloop")
-        importlib.import_module("httptools")
-        return importlib.import_module("uvicorn")
-    except ImportError:
-        return None
+    """The host's event loop: uvloop for the fast hosts where it is installed, else asyncio."""
+    return HOSTS[server].default_loop()
 
 
 def library_paths(paths: Sequence[str]) -> list[str]:
@@ -334,7 +252,7 @@ def admin_token(args: argparse.Namespace) -> str | None:
 
 def serve_command(args: argparse.Namespace) -> int:
     """`mockllm serve [PATH …]`: the entry point the CLI calls."""
-    server = getattr(args, "server", "hypercorn") or "hypercorn"
+    server = getattr(args, "server", DEFAULT_HOST) or DEFAULT_HOST
     missing = server_missing(server)
     if missing is not None:
         print(missing, file=sys.stderr)

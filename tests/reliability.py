@@ -121,9 +121,9 @@ def wait_until(condition: object, timeout: float, interval: float = 0.05) -> boo
 def servers() -> Sequence[str]:
     """The servers `mockllm serve` can run here: hypercorn, and uvicorn and granian when their extras
     (`fast`, `granian`) are in."""
-    from mockllm.server.runner import server_missing
+    from mockllm.server.hosts.table import HOSTS
 
-    return tuple(name for name in ("hypercorn", "uvicorn", "granian") if server_missing(name) is None)
+    return tuple(name for name, host in HOSTS.items() if host.missing() is None)
 
 
 MANY_TESTS = """

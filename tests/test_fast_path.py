@@ -32,7 +32,7 @@ from mockllm.runtime.providers.openai_chat import ChunkFramer, _completion_bytes
 from mockllm.runtime.reply import ids
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.server.http.responder import header_bytes, response_head
-from mockllm.server.runner import GRANIAN_MISSING, UVICORN_MISSING, server_missing
+from mockllm.server.runner import server_missing
 
 SCRIPT = """
 scenario "fast":
@@ -57,6 +57,10 @@ sys.meta_path.insert(0, Hide())
 from mockllm.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+
+# what `mockllm serve --server NAME` says without the host's extra (server/hosts/table.py), word for word
+UVICORN_MISSING = "mockllm: --server uvicorn needs the 'fast' extra: pip install 'mockllm[fast]'"
+GRANIAN_MISSING = "mockllm: --server granian needs the 'granian' extra: pip install 'mockllm[granian]'"
 
 
 def compile_text(text: str) -> Any:

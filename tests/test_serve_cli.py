@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mockllm.server.runner import UVICORN_MISSING, _fast_modules
+from mockllm.server.runner import server_missing
 
 LISTENING = re.compile(r"^mockllm listening on (http://127\.0\.0\.1:(\d+))$")
 GOOD = """
@@ -146,7 +146,7 @@ def test_same_named_scenarios_warn_at_start(tmp_path: Path) -> None:
 
 
 def test_server_uvicorn_without_the_fast_extra() -> None:
-    if _fast_modules() is not None:  # the extra is installed: the fast path must serve
+    if server_missing("uvicorn") is None:  # the extra is installed: the fast path must serve
         with serving("--server", "uvicorn") as (proc, url):
             assert ask(url, "fast").status_code == 200
             assert stop(proc) == 0
@@ -155,7 +155,7 @@ def test_server_uvicorn_without_the_fast_extra() -> None:
         command("--server", "uvicorn", "--port", "0"), capture_output=True, text=True, timeout=30, env=environment()
     )
     assert done.returncode == 2
-    assert done.stderr.strip() == UVICORN_MISSING
+    assert done.stderr.strip() == "mockllm: --server uvicorn needs the 'fast' extra: pip install 'mockllm[fast]'"
     assert done.stdout == ""
 
 

@@ -18,11 +18,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mockllm.errors import ServerError
 from mockllm.server.hosts.hypercorn_server import ACCEPT_WARNING_EVERY_S, FINISH_S, KEEP_ALIVE_S, wind_down
+from mockllm.server.hosts.table import HOSTS
 
 log = logging.getLogger("mockllm.server")
 
-GRANIAN_MISSING = "mockllm: --server granian needs the 'granian' extra: pip install 'mockllm[granian]'"
 
 #: Granian's own log lines go to stderr (stdout carries the listening line), errors only: its
 #: embedded mode announces itself as experimental at the warning level on every start.
@@ -59,14 +60,6 @@ class _AcceptErrors(logging.Filter):
 _REASON = re.compile(r'message: "([^"]*)"')
 
 
-def granian_module() -> Any | None:
-    """Granian's embedded server module when Granian is installed, else None."""
-    try:
-        return importlib.import_module("granian.server.embed")
-    except ImportError:
-        return None
-
-
 def _server_class(embed: Any) -> Any:
     from granian._granian import SocketHolder
 
@@ -96,11 +89,10 @@ async def serve_granian(
     """Serve ``app`` (ASGI) on ``sock`` until ``shutdown_trigger`` returns, then: stop accepting,
     give open responses ``grace_s`` seconds, call ``finish``, give them :data:`FINISH_S` more, and
     cancel what is left."""
-    embed = granian_module()
-    if embed is None:
-        from mockllm.errors import ServerError
-
-        raise ServerError(GRANIAN_MISSING)
+    missing = HOSTS["granian"].missing()
+    if missing is not None:
+        raise ServerError(missing)
+    embed = importlib.import_module("granian.server.embed")
     from granian.constants import HTTPModes, Interfaces, TaskImpl
     from granian.http import HTTP1Settings
     from granian.log import LogLevels

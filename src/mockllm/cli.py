@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.errors import FileError, MockllmError, UsageError
+from mockllm.server.hosts.table import DEFAULT_HOST, HOST_NAMES
 from mockllm.server.state.poll_window import DEFAULT_POLL_S, MAX_POLL_S
 
 if TYPE_CHECKING:
@@ -396,9 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="*", metavar="PATH")
     _listen(p)
-    p.add_argument(
-        "--server", choices=("hypercorn", "uvicorn", "granian"), default="hypercorn", help="default: hypercorn"
-    )
+    p.add_argument("--server", choices=HOST_NAMES, default=DEFAULT_HOST, help=f"default: {DEFAULT_HOST}")
     p.add_argument(
         "--state",
         metavar="URL",
