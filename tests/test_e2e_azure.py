@@ -83,7 +83,12 @@ def test_text_usage_and_content_filter_fields(serve_text: ServeText) -> None:
     assert out.usage is not None and (out.usage.prompt_tokens, out.usage.completion_tokens) == (12, 4)
     extra = out.model_dump()
     assert extra["prompt_filter_results"] == PROMPT_FILTERS
-    assert extra["choices"][0]["content_filter_results"] == OUTPUT_FILTERS
+    undetected = {"filtered": False, "detected": False}
+    assert extra["choices"][0]["content_filter_results"] == {
+        **OUTPUT_FILTERS,
+        "protected_material_code": undetected,
+        "protected_material_text": undetected,
+    }
     assert len(raw.headers["apim-request-id"]) == 36
 
 

@@ -297,8 +297,11 @@ def test_invoke_model_whole_and_streamed(serve_text: ServeText) -> None:
             "input_tokens": 30,
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
             "output_tokens": 12,
         }
+        assert "caller" not in use  # the first-party API's field, not Bedrock's
+        assert r["ResponseMetadata"]["HTTPHeaders"]["x-amzn-bedrock-cache-read-input-token-count"] == "0"
         headers = r["ResponseMetadata"]["HTTPHeaders"]
         assert headers["x-amzn-bedrock-input-token-count"] == "30"
         assert headers["x-amzn-bedrock-output-token-count"] == "12"

@@ -47,10 +47,17 @@ def test_serving_the_script_answers_the_recorded_request_the_same(tmp_path: Path
     with replay(tmp_path) as server:
         body = json.loads(exchange.request_body)
         query = "?" + urlencode(exchange.query) if exchange.query else ""
-        r = httpx.post(server.url + exchange.path + query, headers=AUTH, json=body, timeout=30)
+        claim = {k: v for k, v in exchange.headers.items() if k == "x-mockllm-provider"}  # Mistral's shared path
+        r = httpx.post(server.url + exchange.path + query, headers={**AUTH, **claim}, json=body, timeout=30)
     assert r.status_code == exchange.status, r.text
     replayed = Exchange.of(
-        "POST", exchange.path + query, AUTH.items(), exchange.request_body, r.status_code, r.headers.items(), r.content
+        "POST",
+        exchange.path + query,
+        {**AUTH, **claim}.items(),
+        exchange.request_body,
+        r.status_code,
+        r.headers.items(),
+        r.content,
     )
     again = read_exchange(replayed)
     assert again is not None

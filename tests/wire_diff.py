@@ -16,10 +16,15 @@ recordings' own ``not_counted`` rules can match it with a regular expression::
     order <recorded event order> | <mock event order>
     status <recorded> <mock>
 
-``None`` stands for "absent"."""
+``None`` stands for "absent". An AWS event stream (Bedrock) is read frame by frame with botocore's own
+decoder, not mockllm's: each frame is an event named by its ``:event-type`` (or ``:exception-type``)
+header, its ``:message-type`` and ``:content-type`` headers compared as values, and an
+InvokeModelWithResponseStream ``chunk``'s base64 ``bytes`` decoded into the Anthropic event inside
+(``chunk:<type>``)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -45,9 +50,22 @@ NOISE_HEADERS = frozenset(
     }
 )
 # The request-id header each official SDK reads: compared even where the recorder stripped it.
-REQUEST_ID_HEADERS = {"openai": "x-request-id", "responses": "x-request-id", "anthropic": "request-id"}
-# Known shapes of the request ids those SDKs expose (from the recordings and the SDK docs).
-REQUEST_ID_SHAPES = {"x-request-id": "req_/hex/32", "request-id": "req_/b64/24"}
+REQUEST_ID_HEADERS = {
+    "openai": "x-request-id",
+    "responses": "x-request-id",
+    "anthropic": "request-id",
+    "azure": "x-request-id",
+    "bedrock": "x-amzn-requestid",
+}
+# Known shapes of the request ids those SDKs expose (from the recordings and the SDK docs); Azure's
+# and Bedrock's are UUIDs.
+REQUEST_ID_SHAPES = {
+    ("openai", "x-request-id"): "req_/hex/32",
+    ("responses", "x-request-id"): "req_/hex/32",
+    ("anthropic", "request-id"): "req_/b64/24",
+    ("azure", "x-request-id"): "-/uuid/36",
+    ("bedrock", "x-amzn-requestid"): "-/uuid/36",
+}
 
 ENUM_KEYS = frozenset(
     {
@@ -64,7 +82,7 @@ ENUM_KEYS = frozenset(
         "modality",
     }
 )
-ID_KEYS = frozenset({"id", "call_id", "item_id", "tool_use_id", "responseId", "request_id"})
+ID_KEYS = frozenset({"id", "call_id", "item_id", "tool_use_id", "responseId", "request_id", "toolUseId"})
 ID_PREFIXES = ("chatcmpl-", "call_", "resp_", "fc_", "msg_", "rs_", "toolu_", "req_")
 
 
@@ -88,6 +106,8 @@ def id_shape(value: str) -> str:
     rest = value[len(prefix) :]
     if re.fullmatch(r"[0-9a-f]+", rest):
         alphabet = "hex"
+    elif re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", rest):
+        alphabet = "uuid"
     elif re.fullmatch(r"[0-9A-Za-z_-]+", rest):
         # letters and digits, maybe url-safe base64's `-` and `_`: random ids of that alphabet contain
         # those two only by chance, so they are one class
@@ -162,14 +182,43 @@ def _event_name(provider: str, name: str | None, payload: Any) -> str:
     return name or "chunk"
 
 
-def shape_of(provider: str, status: int, headers: Mapping[str, str], body: str, stream: bool = False) -> Shape:
-    """The shape of one answer. ``stream`` says how to read a body whose headers were not recorded."""
+def _event_stream(s: Shape, body: bytes) -> None:
+    """An AWS event stream, decoded by botocore (what boto3 reads), frame by frame."""
+    from botocore.eventstream import EventStreamBuffer
+
+    s.framing["kind"] = "eventstream"
+    buffer = EventStreamBuffer()
+    buffer.add_data(body)
+    for message in buffer:
+        headers = {k: str(v) for k, v in message.headers.items()}
+        event = headers.get(":event-type") or headers.get(":exception-type") or "frame"
+        s.order.append(event)
+        for name in (":message-type", ":content-type"):
+            s.values.setdefault((event, f"<{name}>"), set()).add(json.dumps(headers.get(name)))
+        s.keys.setdefault((event, "<headers>"), set()).add(",".join(sorted(headers)))
+        payload = json.loads(message.payload) if message.payload else {}
+        s.walk(event, payload)
+        if event == "chunk" and isinstance(payload, dict) and isinstance(payload.get("bytes"), str):
+            inner = json.loads(base64.b64decode(payload["bytes"]))
+            name = f"chunk:{inner.get('type', '?')}"
+            s.order[-1] = name
+            s.walk(name, inner)
+
+
+def shape_of(provider: str, status: int, headers: Mapping[str, str], body: str | bytes, stream: bool = False) -> Shape:
+    """The shape of one answer. ``stream`` says how to read a body whose headers were not recorded;
+    ``body`` is bytes for an AWS event stream, text otherwise."""
     s = Shape()
     s.status = status
     s.headers = {k.lower(): v for k, v in headers.items() if k.lower() not in NOISE_HEADERS}
     ctype = s.headers.get("content-type", "")
     if not ctype and stream:
         ctype = "application/x-ndjson" if provider == "ollama" else "text/event-stream"
+    if "amazon.eventstream" in ctype:
+        _event_stream(s, body if isinstance(body, bytes) else body.encode())
+        return s
+    if isinstance(body, bytes):
+        body = body.decode()
     s.framing["line-ending"] = "crlf" if "\r\n" in body else "lf"
     if "event-stream" in ctype:
         events, named = _sse_events(body)
@@ -283,9 +332,11 @@ def _header_diffs(provider: str, recorded: Shape, mock: Shape, stripped: Iterabl
                 continue
             diffs.append(f"header {name} None present")
     rid = REQUEST_ID_HEADERS.get(provider)
-    if rid is not None and recorded.status < 500:
+    # required where the real API sent it, or may have (the recorder stripped it); Azure's v1-route errors
+    # come without one
+    if rid is not None and recorded.status < 500 and (rid in recorded.headers or _stripped(rid, stripped) or body_only):
         value = mock.headers.get(rid)
-        want = REQUEST_ID_SHAPES[rid]
+        want = REQUEST_ID_SHAPES[(provider, rid)]
         got = id_shape(value) if value is not None else "None"
         if got != want:
             diffs.append(f"header {rid} {want!r} {got!r}")

@@ -13,8 +13,15 @@ only adds what Azure adds:
 - errors the gateway raises (401, 403, 404, 408, 429) are ``{"error": {"code": "429", "message"}}``;
   the model's own errors (400, 5xx) keep OpenAI's shape, as Azure passes them through;
 - ``prompt_filter_results`` on the answer (streamed: a first chunk of its own, with empty ``id``,
-  ``model`` and ``choices``, as Azure sends it) and ``content_filter_results`` on every choice;
-  ``finish content_filter`` reports the answer filtered for violence.
+  ``model`` and ``choices``, as Azure sends it) and ``content_filter_results`` on every choice (six
+  categories on a whole text answer, four on a streamed text chunk, ``{}`` on tool calls and the
+  other chunks); ``finish content_filter`` reports the answer filtered for violence;
+- Azure's response headers (request ids as UUIDs, deployment, region, rate limits) instead of
+  OpenAI's ``openai-*`` ones; no ``service_tier``; ``model`` the dated version of a well-known model
+  name (``gpt-4o-mini`` → ``gpt-4o-mini-2024-07-18``), as Azure reports the model a deployment runs;
+  ``system_fingerprint`` null for the gpt-5 family, as Azure sends it.
+
+Held against recorded Azure traffic by ``tests/test_fidelity_recordings.py``.
 """
 
 from __future__ import annotations
@@ -29,7 +36,12 @@ from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import JSON_MEDIA, json_bytes, json_response, load_json_object, sse_frame
 from mockllm.runtime.providers.inputs import Parse, Render
-from mockllm.runtime.providers.openai_chat import ChunkFramer, OpenAIChatAdapter, completion_payload
+from mockllm.runtime.providers.openai_chat import (
+    SYSTEM_FINGERPRINT,
+    ChunkFramer,
+    OpenAIChatAdapter,
+    completion_payload,
+)
 from mockllm.runtime.providers.openai_embed import parse_embeddings, render_embeddings
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
@@ -42,6 +54,7 @@ NO_KEY_MESSAGE = (
 )
 NOT_FOUND_MESSAGE = "Resource not found"
 BAD_VERSION_MESSAGE = "API version not supported"
+UNKNOWN_MODEL = "Unknown model:"
 #: statuses Azure's gateway answers itself, in its own shape; the rest come from the model, in OpenAI's
 GATEWAY_STATUSES = frozenset({401, 403, 404, 408, 429})
 
@@ -50,9 +63,12 @@ _VERSION = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2})(?:-preview)?$")
 _V1_VERSIONS = frozenset({"v1", "preview", "latest"})
 
 _SAFE = {"filtered": False, "severity": "safe"}
+_UNDETECTED = {"filtered": False, "detected": False}
 _OUTPUT_FILTERS = {"hate": _SAFE, "self_harm": _SAFE, "sexual": _SAFE, "violence": _SAFE}
+#: a whole text answer's categories: the four, and the protected-material checks Azure runs on it
+_ANSWER_FILTERS = {**_OUTPUT_FILTERS, "protected_material_code": _UNDETECTED, "protected_material_text": _UNDETECTED}
 _FILTERED = {**_OUTPUT_FILTERS, "violence": {"filtered": True, "severity": "medium"}}
-_PROMPT_FILTERS = {**_OUTPUT_FILTERS, "jailbreak": {"filtered": False, "detected": False}}
+_PROMPT_FILTERS = {**_OUTPUT_FILTERS, "jailbreak": _UNDETECTED}
 PROMPT_FILTER_RESULTS = ({"prompt_index": 0, "content_filter_results": _PROMPT_FILTERS},)
 # a streamed chunk's choice ends with these: on the text, on the other chunks, on a content_filter finish
 _TEXT_CHOICE = {"content_filter_results": _OUTPUT_FILTERS}
@@ -108,8 +124,63 @@ def _as_azure(chat: ChatRequest, deployment: str | None) -> ChatRequest:
     return attrs.evolve(chat, provider="azure", model=deployment if deployment is not None else chat.model)
 
 
+#: the dated version Azure reports in ``model`` for a deployment of each well-known model; any other
+#: deployment name is reported as it is (mockllm cannot know what model it runs)
+MODEL_VERSIONS = {
+    "gpt-4o": "gpt-4o-2024-11-20",
+    "gpt-4o-mini": "gpt-4o-mini-2024-07-18",
+    "gpt-4.1": "gpt-4.1-2025-04-14",
+    "gpt-4.1-mini": "gpt-4.1-mini-2025-04-14",
+    "gpt-4.1-nano": "gpt-4.1-nano-2025-04-14",
+    "gpt-5": "gpt-5-2025-08-07",
+    "gpt-5-mini": "gpt-5-mini-2025-08-07",
+    "gpt-5-nano": "gpt-5-nano-2025-08-07",
+    "o3-mini": "o3-mini-2025-01-31",
+    "o4-mini": "o4-mini-2025-04-16",
+}
+RATE_LIMIT_REQUESTS = 1000
+RATE_LIMIT_TOKENS = 1_000_000
+REGION = "East US"
+
+
+def reported_model(model: str) -> str:
+    return MODEL_VERSIONS.get(model, model)
+
+
+def _fingerprint(model: str) -> str | None:
+    """gpt-5 models answer on Azure with ``system_fingerprint: null``, the others with a fingerprint."""
+    return None if model.startswith("gpt-5") else SYSTEM_FINGERPRINT
+
+
 def _headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
-    return (("apim-request-id", _uuid(ctx.request_id)), ("x-request-id", ctx.request_id))
+    """What every Azure answer carries: the request ids Azure's gateway gives (UUIDs; the ``openai`` SDK
+    reads ``x-request-id``) and the region."""
+    return (
+        ("apim-request-id", _uuid(ctx.request_id)),
+        ("x-request-id", _uuid(ctx.request_id[::-1])),
+        ("x-content-type-options", "nosniff"),
+        ("x-ms-region", REGION),
+    )
+
+
+def _answer_headers(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> tuple[tuple[str, str], ...]:
+    """A model's answer adds the deployment, the model session, the content filter and rate limits; the v1
+    route also echoes the client's ``x-ms-client-request-id`` (``Not-Set`` without one)."""
+    used = plan.input_tokens + plan.output_tokens if type(plan.input_tokens) is int else 0
+    headers = [
+        *_headers(ctx),
+        ("azureml-model-session", "d20260101000000-mockllm"),
+        ("x-accel-buffering", "no"),
+        ("x-ms-deployment-name", chat.model),
+        ("x-ms-rai-invoked", "true"),
+        ("x-ratelimit-limit-requests", str(RATE_LIMIT_REQUESTS)),
+        ("x-ratelimit-limit-tokens", str(RATE_LIMIT_TOKENS)),
+        ("x-ratelimit-remaining-requests", str(RATE_LIMIT_REQUESTS - 1)),
+        ("x-ratelimit-remaining-tokens", str(max(RATE_LIMIT_TOKENS - used, 0))),
+    ]
+    if not chat.endpoint.startswith("/openai/deployments/"):
+        headers.append(("x-ms-client-request-id", chat.headers.get("x-ms-client-request-id", "Not-Set")))
+    return tuple(headers)
 
 
 def _uuid(request_id: str) -> str:
@@ -127,6 +198,17 @@ class AzureFramer(ChunkFramer):
         if finish == "content_filter":
             return _FILTERED_CHOICE
         return _TEXT_CHOICE if delta.get("content") or delta.get("refusal") else _OTHER_CHOICE
+
+    def data(self, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        model = self.plan.model
+        return {
+            "id": self.completion_id,
+            "object": "chat.completion.chunk",
+            "created": self.ctx.created,
+            "model": reported_model(model),
+            "system_fingerprint": _fingerprint(model),
+            "choices": choices,
+        }
 
     def frame(self, event: events.Event) -> list[Frame]:
         frames = super().frame(event)
@@ -153,13 +235,18 @@ class AzureAdapter(OpenAIChatAdapter):
         return _as_azure(super().parse(http), deployment)
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-        rendered = super().render(plan, chat, ctx)
-        headers = (*rendered.headers, *_headers(ctx)[:1])
+        headers = _answer_headers(plan, chat, ctx)
         if chat.stream:
-            return attrs.evolve(rendered, headers=headers)
+            return attrs.evolve(super().render(plan, chat, ctx), headers=headers)
         payload = completion_payload(plan, ctx)
+        del payload["service_tier"]
+        payload["model"] = reported_model(plan.model)
+        payload["system_fingerprint"] = _fingerprint(plan.model)
         for choice in payload["choices"]:
-            choice["content_filter_results"] = _FILTERED if plan.finish == "content_filter" else _OUTPUT_FILTERS
+            if plan.finish == "content_filter":
+                choice["content_filter_results"] = _FILTERED
+            else:
+                choice["content_filter_results"] = {} if plan.tool_calls else _ANSWER_FILTERS
         payload.update(_prompt())
         return Rendered(200, JSON_MEDIA, headers=headers, body=json_bytes(payload))
 
@@ -168,11 +255,18 @@ class AzureAdapter(OpenAIChatAdapter):
     ) -> Rendered:
         """Azure's gateway shape ``{"error": {"code", "message"}}`` for what the gateway answers (auth,
         routes, versions, rate limits); OpenAI's shape for the model's own errors."""
+        if message.startswith(UNKNOWN_MODEL):
+            # the v1 route's own answer to a model no deployment serves (`error 400 "Unknown model: x"`)
+            error = {"code": "unknown_model", "message": message, "details": message}
+            headers = (*_headers(ctx)[:1], ("request-context", "appId="), *_headers(ctx)[2:])
+            return Rendered(
+                status, "application/json; charset=utf-8", headers=headers, body=json_bytes({"error": error})
+            )
         if status in GATEWAY_STATUSES or code == "BadRequest":
             error = {"code": code if code is not None else str(status), "message": message}
             return json_response({"error": error}, status=status, headers=_headers(ctx))
         rendered = super().render_error(status, message, ctx, code, param)
-        return attrs.evolve(rendered, headers=(*rendered.headers, *_headers(ctx)[:1]))
+        return attrs.evolve(rendered, headers=_headers(ctx))
 
 
 def _prompt() -> dict[str, Any]:

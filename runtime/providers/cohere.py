@@ -7,7 +7,10 @@ pieces as ``tool-call-delta`` and ``tool-call-end``. A call without arguments (`
 the script) carries the string ``"null"`` as its arguments, the quirk real Cohere models show for
 parameterless tools. Events are ``event: <type>`` plus ``data: <json>`` (the JSON repeats the type);
 ``message-end`` carries the finish reason and the usage, and a mid-stream error is a ``message-end``
-whose finish reason is ``ERROR`` with the message in ``delta.error``."""
+whose finish reason is ``ERROR`` with the message in ``delta.error``, an ``error_type`` and empty
+usage; ``data: [DONE]`` ends every stream. Every answer carries Cohere's caching headers (and a
+whole one ``num_chars`` and ``num_tokens``), as recorded Cohere traffic shows
+(``tests/test_fidelity_recordings.py``)."""
 
 from __future__ import annotations
 
@@ -137,7 +140,7 @@ def _messages(raw: list[Any], path: common.FieldPath) -> tuple[list[Message], li
 
 def _usage(plan: MessagePlan) -> dict[str, Any]:
     counts = {"input_tokens": plan.input_tokens, "output_tokens": plan.output_tokens}
-    return {"billed_units": counts, "tokens": counts}
+    return {"billed_units": counts, "tokens": counts, "cached_tokens": 0}
 
 
 def _call_json(call: PlannedToolCall) -> dict[str, Any]:
@@ -229,7 +232,7 @@ class _Framer(events.Blocks):
                 return [_event({"type": "tool-call-end", "index": i})]
             case events.End():
                 end = {"finish_reason": FINISH[plan.finish], "usage": _usage(plan)}
-                return [_event({"type": "message-end", "delta": end})]
+                return [_event({"type": "message-end", "delta": end}), common.sse_raw_frame("[DONE]")]
         return []
 
     def block_start(self, kind: str) -> Frame:
@@ -300,11 +303,13 @@ class CohereAdapter(BaseAdapter):
     # -------------------------------------------------------------- responses
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-        headers = trace_headers(ctx)
+        headers = (*trace_headers(ctx), *CACHE_HEADERS, ("x-envoy-upstream-service-time", _ms(plan)))
         if chat.stream:
             frames = events.stream_frames(plan, _Framer(plan, ctx))
+            headers = (*headers, ("via", "1.1 google"), ("x-accel-expires", "0"))
             return common.stream_response(frames, media_type=common.SSE_MEDIA, headers=headers)
-        return common.json_response(response_payload(plan, ctx), headers=headers)
+        counts = count_headers(len(common.json_text(chat.body)), plan.input_tokens + plan.output_tokens)
+        return common.json_response(response_payload(plan, ctx), headers=(*headers, *counts))
 
     def render_error(
         self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None
@@ -312,14 +317,34 @@ class CohereAdapter(BaseAdapter):
         """``{"id": "<uuid>", "message": "…"}``: the SDK raises its class for the status
         (``TooManyRequestsError`` for 429, ``InternalServerError`` for 500, …)."""
         body = {"id": uuid_for(ctx.request_id), "message": message}
-        return common.json_response(body, status=status, headers=trace_headers(ctx))
+        return common.json_response(body, status=status, headers=(*trace_headers(ctx), *CACHE_HEADERS))
 
     def stream_error_frame(self, message: str, ctx: RenderContext, sequence: int = 0) -> bytes:
-        return _event({"type": "message-end", "delta": {"error": message, "finish_reason": "ERROR"}}).data
+        delta = {"finish_reason": "ERROR", "usage": {}, "error": message, "error_type": STREAM_ERROR_TYPE}
+        return _event({"type": "message-end", "delta": delta}).data + common.sse_raw_frame("[DONE]").data
+
+
+#: the ``error_type`` of a scripted mid-stream error (Cohere names the failure: ``INVALID_TOOL_GENERATION``…)
+STREAM_ERROR_TYPE = "INTERNAL_SERVER_ERROR"
+#: what Cohere's front sends with every answer: nothing may cache it
+CACHE_HEADERS = (
+    ("cache-control", "no-cache, no-store, no-transform, must-revalidate, private, max-age=0"),
+    ("expires", "Thu, 01 Jan 1970 00:00:00 GMT"),
+    ("pragma", "no-cache"),
+)
 
 
 def trace_headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
     return (("x-debug-trace-id", ctx.request_id.removeprefix("req_")),)
 
 
-__all__ = ["CohereAdapter", "call_id", "trace_headers", "uuid_for"]
+def count_headers(chars: int, tokens: int) -> tuple[tuple[str, str], ...]:
+    """A whole answer's ``num_chars`` (of the request) and ``num_tokens`` (billed) headers."""
+    return (("num_chars", str(chars)), ("num_tokens", str(tokens)))
+
+
+def _ms(plan: MessagePlan) -> str:
+    return str(round(plan.latency_s * 1000))
+
+
+__all__ = ["CACHE_HEADERS", "CohereAdapter", "call_id", "count_headers", "trace_headers", "uuid_for"]

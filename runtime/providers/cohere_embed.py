@@ -12,7 +12,7 @@ from typing import Any
 
 from mockllm.runtime.embed.embedder import float32_bytes, vector_json
 from mockllm.runtime.providers.base import RenderContext, Rendered
-from mockllm.runtime.providers.cohere import trace_headers, uuid_for
+from mockllm.runtime.providers.cohere import CACHE_HEADERS, count_headers, trace_headers, uuid_for
 from mockllm.runtime.providers.common import (
     JSON_MEDIA,
     FieldPath,
@@ -131,12 +131,14 @@ def encoded(kind: str, vector: Sequence[float]) -> str:
 def render_embed(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
     kinds = embedding_types(chat.body)
     arrays = ",".join(f"{json_text(kind)}:[" + ",".join(encoded(kind, v) for v in plan.vectors) + "]" for kind in kinds)
-    meta = {"api_version": {"version": "2"}, "billed_units": {"input_tokens": plan.input_tokens}}
+    meta = {"api_version": {"version": "2"}, "billed_units": {"image_tokens": 0, "input_tokens": plan.input_tokens}}
     body = (
         f'{{"id":{json_text(uuid_for(ctx.response_id))},"embeddings":{{{arrays}}},"texts":{json_text(list(chat.inputs))},'
         f'"meta":{json_text(meta)},"response_type":"embeddings_by_type"}}'
     )
-    return Rendered(200, JSON_MEDIA, headers=trace_headers(ctx), body=utf8_json(body))
+    chars = sum(len(text) for text in chat.inputs)
+    headers = (*trace_headers(ctx), *CACHE_HEADERS, *count_headers(chars, plan.input_tokens))
+    return Rendered(200, JSON_MEDIA, headers=headers, body=utf8_json(body))
 
 
 ROUTES: dict[str, tuple[Parse, Render]] = {"cohere.embed": (parse_embed, render_embed)}

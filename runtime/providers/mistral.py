@@ -5,17 +5,24 @@ describes.
 
 What differs from OpenAI: tool-call ids are 9 letters and digits (and a history whose ids are not is
 refused, as the real API refuses it); ``tool_choice`` is ``auto``, ``none``, ``any``, ``required`` or
-``{"type": "function", "function": {"name": …}}``; response ids are 32 hex digits; ``usage`` has
-only the three counts and is sent on every stream's last chunk (no ``stream_options``); a streamed
-tool call arrives whole, one chunk per call, never as argument fragments; a ``thinking`` reply is a
+``{"type": "function", "function": {"name": …}}``; a tool may leave out ``"type"`` (the real API takes it
+as a function); response ids are 32 hex digits; ``usage`` has only the three counts (and, on a whole
+answer, ``prompt_tokens_details``) and is sent on every stream's last chunk (no ``stream_options``);
+streamed tool calls arrive whole, all of them in that last chunk with the finish reason and the usage
+(``content`` null there), never as argument fragments; a ``thinking`` reply is a
 ``{"type": "thinking"}`` content chunk (what Magistral sends); finish reasons are ``stop``,
 ``length``, ``tool_calls`` and ``error``; errors are ``{"object": "error", "message", "type",
-"param", "code"}``."""
+"param", "code"}``. Answers carry ``mistral-correlation-id`` (a UUID) and
+``access-control-allow-origin: *``. Held against recorded Mistral traffic by
+``tests/test_fidelity_recordings.py``."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
+
+import attrs
 
 from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
@@ -24,6 +31,7 @@ from mockllm.runtime.providers.common import (
     FieldPath,
     bearer_token,
     error_type_for,
+    json_bytes,
     json_response,
     one_of,
     require_object,
@@ -60,7 +68,18 @@ def call_id(call: PlannedToolCall) -> str:
 
 
 def request_headers(ctx: RenderContext) -> tuple[tuple[str, str], ...]:
-    return (("x-kong-request-id", ctx.request_id.removeprefix("req_")),)
+    digits = ctx.request_id.removeprefix("req_")
+    return (
+        ("x-kong-request-id", digits),
+        ("mistral-correlation-id", _uuid7(digits)),
+        ("access-control-allow-origin", "*"),
+    )
+
+
+def _uuid7(seed: str) -> str:
+    """A UUID of version 7's shape (what Mistral's correlation ids are) from the request id's digits."""
+    h = hex_id(seed, 0, 32)
+    return f"{h[:8]}-{h[8:12]}-7{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:32]}"
 
 
 def _usage(plan: MessagePlan) -> dict[str, int]:
@@ -69,6 +88,25 @@ def _usage(plan: MessagePlan) -> dict[str, int]:
         "total_tokens": plan.input_tokens + plan.output_tokens,
         "completion_tokens": plan.output_tokens,
     }
+
+
+def _whole_usage(plan: MessagePlan) -> dict[str, Any]:
+    return {**_usage(plan), "prompt_tokens_details": {"cached_tokens": 0}}
+
+
+def _typed_tools(http: HttpRequest) -> HttpRequest:
+    """The request with ``"type": "function"`` on every tool that leaves it out, as Mistral reads them."""
+    if b'"tools"' not in http.body:
+        return http
+    try:
+        body = json.loads(http.body)
+    except ValueError:
+        return http  # the OpenAI parser words the error
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if not isinstance(tools, list) or all(not isinstance(t, dict) or "type" in t for t in tools):
+        return http
+    body["tools"] = [{"type": "function", **t} if isinstance(t, dict) and "function" in t else t for t in tools]
+    return attrs.evolve(http, body=json_bytes(body))
 
 
 def _call_json(index: int, call: PlannedToolCall) -> dict[str, Any]:
@@ -99,23 +137,24 @@ def completion_payload(plan: MessagePlan, ctx: RenderContext) -> dict[str, Any]:
         "object": "chat.completion",
         "created": ctx.created,
         "model": plan.model,
-        "usage": _usage(plan),
+        "usage": _whole_usage(plan),
         "choices": [{"index": 0, "message": message, "finish_reason": FINISH[plan.finish]}],
     }
 
 
 class _Framer:
     """Mistral's chunks: a role chunk, a chunk per piece of thinking (a ``thinking`` content part) and of
-    text (the refusal said as the text's last piece), a chunk per tool call sent whole, the finish
-    chunk with the usage, ``[DONE]``."""
+    text (the refusal said as the text's last piece), the finish chunk with the usage and the tool
+    calls, each whole (one call without ``index``, as recorded; parallel calls with theirs), ``[DONE]``."""
 
     def __init__(self, plan: MessagePlan, ctx: RenderContext) -> None:
         self.plan = plan
         self.head = {"id": completion_id(ctx.response_id), "object": "chat.completion.chunk", "created": ctx.created}
+        self.calls: list[dict[str, Any]] = []
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None, content: bool = False) -> Frame:
         data: dict[str, Any] = {**self.head, "model": self.plan.model}
-        data["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        data["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
         if finish is not None:
             data["usage"] = _usage(self.plan)
         return sse_frame(data, content=content)
@@ -130,8 +169,17 @@ class _Framer:
                 return [self.chunk({"content": piece}, content=True)]
             case events.Refusal(text=refusal) if refusal:
                 return [self.chunk({"content": refusal}, content=True)]
-            case events.ToolCallEnd(index=i, call=call):
-                return [self.chunk({"tool_calls": [_call_json(i, call)]}, content=True)]
+            case events.ToolCallEnd(call=call):
+                self.calls.append(
+                    {"id": call_id(call), "function": {"name": call.name, "arguments": call.arguments_json}}
+                )
+                return []
+            case events.Finish(reason=reason) if len(self.calls) > 1:
+                # parallel calls keep their index, so clients that merge streamed calls by index keep them apart
+                calls = [{**c, "index": i} for i, c in enumerate(self.calls)]
+                return [self.chunk({"content": None, "tool_calls": calls}, finish=FINISH[reason], content=True)]
+            case events.Finish(reason=reason) if self.calls:
+                return [self.chunk({"content": None, "tool_calls": self.calls}, finish=FINISH[reason], content=True)]
             case events.Finish(reason=reason):
                 return [self.chunk({"content": ""}, finish=FINISH[reason])]
             case events.End():
@@ -147,7 +195,7 @@ class MistralAdapter(OpenAIChatAdapter):
         return ProviderError(401, "Unauthorized") if bearer_token(http.headers) is None else None
 
     def parse(self, http: HttpRequest) -> ChatRequest:
-        chat = super().parse(http)
+        chat = super().parse(_typed_tools(http))
         choice = chat.body.get("tool_choice")
         path = _ROOT.key("tool_choice")
         if isinstance(choice, dict):

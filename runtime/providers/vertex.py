@@ -9,7 +9,10 @@ module adds what Vertex adds:
 
 - auth: an OAuth ``Authorization: Bearer`` token (express mode: ``x-goog-api-key`` or ``?key=``),
   else 401 ``UNAUTHENTICATED``, as Google's front end answers;
-- ``createTime`` on every answer and ``trafficType`` in its usage, as Vertex reports them.
+- ``createTime`` on every answer and ``trafficType`` and ``candidatesTokensDetails`` in its usage, no
+  ``index`` on its candidates, and an ``id`` on each function call of a gemini-3 model, as Vertex
+  reports them (recorded Vertex traffic, ``tests/test_fidelity_recordings.py``);
+- ``promptTokensDetails`` in an ``embedContent`` answer's usage.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.gemini import GeminiAdapter, _bad, _get, _list, _load_body, _obj, _target
-from mockllm.runtime.providers.gemini_embed import parse_batch, parse_embed, render_batch, render_embed
+from mockllm.runtime.providers.gemini_embed import parse_batch, parse_embed, render_batch
 from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
+from mockllm.runtime.reply.ids import hex_id
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 
@@ -54,12 +58,31 @@ class VertexAdapter(GeminiAdapter):
         return ProviderError(401, NO_CREDENTIALS, code="UNAUTHENTICATED")
 
     def answer(self, response: dict[str, Any], ctx: RenderContext) -> dict[str, Any]:
-        """Gemini's response with ``createTime``, and ``trafficType`` in its usage, as Vertex reports them."""
+        """Gemini's response as Vertex reports it: ``createTime``; ``candidatesTokensDetails`` and
+        ``trafficType`` in the usage; candidates without ``index``; function calls of gemini-3 models
+        with an ``id`` (eight lower-case letters)."""
         usage = response.get("usageMetadata")
         if isinstance(usage, dict):
+            if "candidatesTokenCount" in usage:
+                details = [{"modality": "TEXT", "tokenCount": usage["candidatesTokenCount"]}]
+                usage["candidatesTokensDetails"] = details
             usage["trafficType"] = "ON_DEMAND"
+        gemini_3 = str(response.get("modelVersion", "")).startswith("gemini-3")
+        for candidate in response.get("candidates", ()):
+            candidate.pop("index", None)
+            parts = candidate.get("content", {}).get("parts", ())
+            for i, part in enumerate(parts):
+                call = part.get("functionCall")
+                if gemini_3 and isinstance(call, dict) and "id" not in call:
+                    part["functionCall"] = {"id": function_call_id(ctx, i), **call}
         response["createTime"] = _create_time(ctx)
         return response
+
+
+def function_call_id(ctx: RenderContext, index: int) -> str:
+    """A Vertex function call's ``id``: eight lower-case letters, from the response and the part's place."""
+    digits = hex_id(f"{ctx.response_id}:{index}", 0, 16)
+    return "".join(chr(ord("a") + int(digits[j : j + 2], 16) % 26) for j in range(0, 16, 2))
 
 
 # ---------------------------------------------------------------- embeddings
@@ -108,8 +131,21 @@ def render_predict(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> 
     return Rendered(200, "application/json; charset=UTF-8", body=body.encode("utf-8"))
 
 
+def render_embed_vertex(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+    """Gemini's ``embedContent`` answer with the usage's ``promptTokensDetails``, as Vertex sends it."""
+    values = vector_json(plan.vectors[0]) if plan.vectors else "[]"
+    count = plan.input_tokens
+    usage = {
+        "promptTokenCount": count,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": count}],
+        "totalTokenCount": count,
+    }
+    body = f'{{"embedding":{{"values":{values}}},"usageMetadata":{common.json_text(usage)}}}'
+    return Rendered(200, "application/json; charset=UTF-8", body=body.encode("utf-8"))
+
+
 ROUTES: dict[str, tuple[Parse, Render]] = {
-    "vertex.embedContent": (_as_vertex(parse_embed), render_embed),
+    "vertex.embedContent": (_as_vertex(parse_embed), render_embed_vertex),
     "vertex.batchEmbedContents": (_as_vertex(parse_batch), render_batch),
     "vertex.predict": (parse_predict, render_predict),
 }

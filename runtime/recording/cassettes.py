@@ -113,16 +113,25 @@ def _pairs(name: str, doc: Any) -> list[Exchange]:
             raise FileError(f'{name}: not a HAR file nor JSON pairs ({{"request": …, "response": …}})')
         req, resp = item["request"], item.get("response") or {}
         req_headers = _header_pairs(req.get("headers"))
+        provider = item.get("provider")
+        if isinstance(provider, str) and not any(k.lower() == "x-mockllm-provider" for k, _ in req_headers):
+            # a pair that names its provider claims a path providers share (Mistral's is OpenAI's)
+            req_headers.append(("x-mockllm-provider", provider))
         resp_headers = _header_pairs(resp.get("headers"))
+        path = str(req.get("path") or req.get("url") or "/")
+        if req.get("query") and "?" not in path:  # the query beside the path (`"query": "api-version=…"`)
+            path += "?" + str(req["query"]).lstrip("?")
+        # a binary body (an AWS event stream) travels as base64 in `body_b64`
+        body = _b64(str(resp["body_b64"])) if "body_b64" in resp else _encoded(resp.get("body"), resp)
         out.append(
             Exchange.of(
                 str(req.get("method", "POST")),
-                str(req.get("path") or req.get("url") or "/"),
+                path,
                 req_headers,
                 _bytes(_encoded(req.get("body"), req), req_headers),
                 _status(resp.get("status")),
                 resp_headers,
-                _bytes(_encoded(resp.get("body"), resp), resp_headers),
+                _bytes(body, resp_headers),
             )
         )
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from urllib.parse import unquote
 
 import attrs
 
@@ -75,7 +76,8 @@ def read_exchange(ex: Exchange) -> Turn | None:
     if entry(provider).model_methods:  # `…/models/{model}:{method}`
         model, _, method = ex.path.rpartition("/models/")[2].rpartition(":")
         params = {"model": model, "method": method}
-    http = HttpRequest(ex.method, ex.path, ex.query, ex.headers, ex.request_body, params)
+    # the path as the server sees it: percent-decoded (Bedrock's `amazon.nova-micro-v1%3A0` is `…:0`)
+    http = HttpRequest(ex.method, unquote(ex.path), ex.query, ex.headers, ex.request_body, params)
     try:
         chat = adapter_for(provider).parse(http)
     except ProviderError:
@@ -94,7 +96,7 @@ def _read_embedding(ex: Exchange) -> Turn | None:
     if route is None:
         return None
     try:
-        chat = embeddings.parse(route, HttpRequest(ex.method, ex.path, ex.query, ex.headers, ex.request_body))
+        chat = embeddings.parse(route, HttpRequest(ex.method, unquote(ex.path), ex.query, ex.headers, ex.request_body))
     except ProviderError:
         return None
     answer = None if ex.status >= 400 else embeddings.read(ex.body, ex.response_headers, chat.body)

@@ -209,10 +209,12 @@ def _stop_reason(plan: MessagePlan) -> str:
     return "content_filtered" if plan.refusal is not None else STOP_REASONS.get(plan.finish, "end_turn")
 
 
-def _usage(plan: MessagePlan) -> dict[str, int]:
+def _usage(plan: MessagePlan) -> dict[str, Any]:
+    """Converse's usage; ``serverToolUsage`` is empty (no server-side tools ran), as Bedrock sends it."""
     return {
         "inputTokens": plan.input_tokens,
         "outputTokens": plan.output_tokens,
+        "serverToolUsage": {},
         "totalTokens": plan.input_tokens + plan.output_tokens,
     }
 

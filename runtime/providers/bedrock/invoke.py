@@ -3,8 +3,12 @@
 ``anthropic_version`` in the body, answered through the Anthropic adapter and rewrapped.
 
 A whole reply is the Messages JSON (ids ``msg_bdrk_01…``, ``toolu_bdrk_01…``) with Bedrock's token
-count headers. A stream is one event-stream ``chunk`` event per Anthropic stream event, its JSON
-base64-encoded in ``bytes``; ``message_stop`` carries ``amazon-bedrock-invocationMetrics``."""
+count headers (input, output, cache read and cache write). A stream is one event-stream ``chunk`` event
+per Anthropic stream event, its JSON base64-encoded in ``bytes``; ``message_stop`` carries
+``amazon-bedrock-invocationMetrics``. What the first-party API adds and Bedrock does not send is taken
+out (recorded Bedrock traffic, ``tests/test_fidelity_recordings.py``): the usage's tier and geography,
+the input and cache counts ``message_delta`` repeats on the first-party API (Bedrock's holds
+``output_tokens`` alone), and the ``caller`` of a ``tool_use`` block."""
 
 from __future__ import annotations
 
@@ -24,7 +28,13 @@ from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 
 _ANTHROPIC = AnthropicAdapter()
-_USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+_USAGE_KEYS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "cache_creation",
+    "output_tokens",
+)
 NOT_ANTHROPIC = (
     "Malformed input request: #: required key [anthropic_version] not found, please reformat your input and "
     "try again. (mockllm answers InvokeModel for Anthropic Messages bodies and Titan or Cohere embedding "
@@ -65,9 +75,13 @@ def _rewrite(event: dict[str, Any], ctx: RenderContext, call_ids: Iterator[str])
         for block in message["content"]:
             if block.get("type") == "tool_use":
                 block["id"] = next(call_ids)
+                block.pop("caller", None)
     block = event.get("content_block")
     if event.get("type") == "content_block_start" and isinstance(block, dict) and block.get("type") == "tool_use":
         block["id"] = next(call_ids)
+        block.pop("caller", None)
+    if event.get("type") == "message_delta" and isinstance(event.get("usage"), dict):
+        event["usage"] = {"output_tokens": event["usage"].get("output_tokens", 0)}
     return event
 
 
@@ -101,6 +115,8 @@ def render_invoke(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> R
             ("x-amzn-bedrock-invocation-latency", str(latency_ms(plan))),
             ("x-amzn-bedrock-output-token-count", str(plan.output_tokens)),
             ("x-amzn-bedrock-input-token-count", str(plan.input_tokens)),
+            ("x-amzn-bedrock-cache-read-input-token-count", "0"),
+            ("x-amzn-bedrock-cache-write-input-token-count", "0"),
         )
         return Rendered(status=200, media_type=JSON_MEDIA, headers=headers, body=json_bytes(message))
     frames: list[Frame] = []
