@@ -10,7 +10,6 @@ the session. Errors are JSON-RPC bodies with the official server's statuses and 
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from mockllm.runtime.mcp import protocol as p
 from mockllm.server.http.streaming import Channel
-from mockllm.server.mcp.service import McpService, Session
+from mockllm.server.mcp.service import McpService, Session, software_version
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -34,15 +33,8 @@ _SSE = b"text/event-stream"
 
 def mcp_routes(state: ServerState) -> list[BaseRoute]:
     """The route serving every `mcp server` block of the library at ``/mcp/NAME``."""
-    service = McpService(state.engine, state.store, _version())
+    service = McpService(state.engine, state.store, software_version())
     return [Route(PATH, McpEndpoint(state, service), methods=["POST", "GET", "DELETE"])]
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("mockllm")
-    except importlib.metadata.PackageNotFoundError:
-        return ""
 
 
 def _dumps(obj: Any) -> bytes:

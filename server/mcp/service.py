@@ -4,6 +4,7 @@ shown by the admin views like model requests)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import itertools
 import secrets
 from collections import OrderedDict
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
     from mockllm.server.state.store import StateStore
 
 MAX_SESSIONS = 10_000
+
+
+def software_version() -> str:
+    """mockllm's version, for ``serverInfo``."""
+    try:
+        return importlib.metadata.version("mockllm")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 @attrs.define

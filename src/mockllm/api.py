@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -374,6 +376,17 @@ class MockServer:
     def bedrock_endpoint_url(self) -> str:
         """For ``boto3.client("bedrock-runtime", endpoint_url=…)`` and ``AnthropicBedrock(base_url=…)``."""
         return self.base_url("bedrock")
+
+    def mcp_url(self, name: str) -> str:
+        """Where an MCP client reaches the script's `mcp server "NAME"` over Streamable HTTP."""
+        return f"{self.url}/mcp/{urllib.parse.quote(name)}"
+
+    def mcp_command(self, name: str, conversation: str | None = None) -> list[str]:
+        """The command an MCP client spawns to reach `mcp server "NAME"` over stdio: ``mockllm mcp NAME
+        --url …``, relaying to this server (its library, conversations and journal). ``conversation``
+        ties the calls to a chat's conversation key."""
+        command = [sys.executable, "-m", "mockllm", "mcp", name, "--url", self.url]
+        return [*command, "--conversation", conversation] if conversation else command
 
     # ---- admin API
 

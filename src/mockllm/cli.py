@@ -388,6 +388,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("name", metavar="NAME", help="the name of the `mcp server` block")
     p.add_argument("paths", nargs="*", metavar="PATH", help=".mockllm/.json files or directories")
+    p.add_argument(
+        "--url",
+        metavar="URL",
+        help="relay to a running server's /mcp/NAME instead of serving PATH here (its library, "
+        "conversations and journal)",
+    )
+    p.add_argument(
+        "--conversation", metavar="KEY", help="with --url: the conversation the calls belong to (the chat's key)"
+    )
 
     p = command(
         "serve",

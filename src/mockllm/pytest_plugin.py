@@ -124,6 +124,15 @@ class MockLLM:
     def ollama_host(self) -> str:
         return self.server.ollama_host
 
+    def mcp_url(self, name: str) -> str:
+        """The script's `mcp server "NAME"` over Streamable HTTP: ``Client(mockllm.mcp_url("weather"))``."""
+        return self.server.mcp_url(name)
+
+    def mcp_command(self, name: str, conversation: str | None = None) -> list[str]:
+        """The stdio command for `mcp server "NAME"` (see :meth:`MockServer.mcp_command`): spawn it with
+        ``StdioServerParameters(command=cmd[0], args=cmd[1:])``."""
+        return self.server.mcp_command(name, conversation)
+
     @property
     def cohere_base_url(self) -> str:
         return self.server.cohere_base_url
