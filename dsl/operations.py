@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-Operation = Literal["chat", "embeddings", "moderations", "count_tokens", "mcp"]
+Operation = Literal[
+    "chat", "embeddings", "moderations", "count_tokens", "mcp", "speech", "transcription", "translation", "images"
+]
+
+#: the operations answered with audio, a transcript or pictures (server spec §14): their requests match
+#: only steps naming `endpoint`, `input` or `attachments`
+MEDIA_OPERATIONS: tuple[Operation, ...] = ("speech", "transcription", "translation", "images")
 
 #: every operation name, in the order messages list them
 OPERATIONS: tuple[Operation, ...] = get_args(Operation)

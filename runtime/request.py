@@ -12,6 +12,18 @@ from mockllm.dsl.providers import Provider as Provider  # the language's provide
 from mockllm.runtime.values import fast_frozen
 
 Role = Literal["system", "user", "assistant", "tool"]
+AttachmentKind = Literal["image", "audio", "file"]
+
+
+@fast_frozen
+class Attachment:
+    """A non-text part of a message (an image, audio, a file) or a request's uploaded file, as the
+    journal and the `attachments` subject see it: its kind, its media type and its size in bytes (0
+    when it is only referenced by URL or id). The payload itself is never kept."""
+
+    kind: AttachmentKind
+    media_type: str = ""
+    size: int = 0
 
 
 @fast_frozen
@@ -55,6 +67,7 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
     index: int = 0  # position of the originating message/turn in the wire request
+    attachments: tuple[Attachment, ...] = ()  # its images, audio and files, in order
 
 
 @fast_frozen
@@ -85,6 +98,11 @@ class ChatRequest:
     # an MCP tools/call (operation "mcp"): the tool's name and its arguments (a JSON object)
     tool: str | None = None
     arguments: Any = None
+    # speech, transcription, translation and images: the uploaded files (transcription's audio, the
+    # images of an edit), and for a transcription, how long the audio lasts (seconds) and whether
+    # mockllm made it (then ``inputs`` holds the text it carries)
+    attachments: tuple[Attachment, ...] = ()
+    audio_seconds: float | None = None
 
     # ---- derived views used by conditions, the engine and the echo responder ----
 
@@ -104,6 +122,16 @@ class ChatRequest:
 
     def turn(self) -> int:
         return sum(1 for m in self.messages if m.role == "user")
+
+    def attachment_kinds(self) -> list[str]:
+        """What the `attachments` subject reads: the kinds of the request's files, else of the last user
+        message's non-text parts."""
+        if self.attachments:
+            return [a.kind for a in self.attachments]
+        for m in reversed(self.messages):
+            if m.role == "user":
+                return [a.kind for a in m.attachments]
+        return []
 
     def tool_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.tools)

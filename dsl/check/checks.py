@@ -20,6 +20,7 @@ import attrs
 
 from mockllm.dsl.check.common import Reporter
 from mockllm.dsl.check.mcp import check_mcp_servers, check_mcp_step
+from mockllm.dsl.check.media import check_media_step
 from mockllm.dsl.check.names import check_file_names, check_ref, check_replacements, check_scenario_names
 from mockllm.dsl.check.predicates import check_capture, check_condition
 from mockllm.dsl.check.reachability import check_reachable, predecessors
@@ -119,6 +120,7 @@ def _check_step_inputs(r: Reporter, sc: Scenario, step: Step, file: str) -> None
     else:
         return
     check_reaches_inputs(r, elements, (*sc.conditions, *step.conditions), file)
+    check_media_step(r, elements, (*sc.conditions, *step.conditions), file)
 
 
 # ---------------------------------------------------------------------------------------------------------

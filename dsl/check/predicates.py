@@ -29,7 +29,7 @@ def allowed_ops(kind: str) -> tuple[str, ...]:
     """The predicates a subject takes, in the order a hint lists them."""
     if kind == "provider":
         return ("is", "is_not", "matches", "not_matches", "glob")
-    if kind == "tools":
+    if kind in ("tools", "attachments"):
         return ("include", "exclude", "present", "absent")
     if kind == "stream":
         return ("is", "is_not")
@@ -105,8 +105,17 @@ def check_condition(r: Reporter, cond: Condition, file: str) -> None:
             )
 
 
+ATTACHMENT_KINDS = ("image", "audio", "file")
+
+
 def _value_problem(kind: str, words: str, op: str, value: object) -> tuple[str, str] | None:
     shown = describe.value(value) if not isinstance(value, Regex) else str(value)
+    if kind == "attachments" and op in ("include", "exclude") and value not in ATTACHMENT_KINDS:
+        return (
+            f"`attachments` holds the kinds {word_list(ATTACHMENT_KINDS, 'and')}, never {shown}",
+            did_you_mean(str(value), ATTACHMENT_KINDS, '`attachments include "{}"`')
+            or 'write `attachments include "image"`, `"audio"` or `"file"`',
+        )
     if op in ("is", "is_not"):
         if kind == "provider":
             if not isinstance(value, str):

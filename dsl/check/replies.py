@@ -9,6 +9,7 @@ from mockllm.dsl.check.common import Reporter, line_of
 from mockllm.dsl.check.vectors import check_input_elements
 from mockllm.dsl.diagnostics import Related
 from mockllm.dsl.tree.nodes import (
+    Audio,
     Body,
     Chunks,
     Disconnect,
@@ -19,6 +20,7 @@ from mockllm.dsl.tree.nodes import (
     Flag,
     Hang,
     Header,
+    Image,
     InterleaveCalls,
     Latency,
     Refusal,
@@ -61,6 +63,8 @@ ELEMENT_WORDS: dict[type, str] = {
     VectorsFrom: "vectors from",
     Flag: "flag",
     Result: "result",
+    Audio: "audio",
+    Image: "image",
 }
 
 # What kind of answer an element makes; elements of different kinds cannot share a reply.
@@ -84,6 +88,8 @@ _KIND: dict[type, str] = {
     VectorsFrom: "vectors",
     Flag: "flags",
     Result: "result",
+    Audio: "audio",
+    Image: "image",
 }
 _SINGLE = (
     Finish,
@@ -101,6 +107,7 @@ _SINGLE = (
     StreamError,
     InterleaveCalls,
     VectorsFrom,
+    Audio,
 )
 _CUTS = (Disconnect, StreamError)
 _LATER = "to fail first and answer later, use two steps"
@@ -143,8 +150,28 @@ _KIND_HINTS |= {  # `usage` belongs to an answer (chat or vectors), so it confli
     frozenset({"usage", other}): _KIND_HINTS[frozenset({"answer", other})] for other in ("error", "raw", "echo")
 }
 _KIND_HINTS[frozenset({"usage", "flags"})] = "a moderation answer reports no token usage; remove the `usage` line"
-#: kinds that share a reply: token usage with a chat answer, or with vectors (the input count)
-_TOGETHER = (frozenset({"usage", "answer"}), frozenset({"usage", "vectors"}))
+_KIND_HINTS |= (
+    {  # `audio` and `image` answer speech and images requests (and Gemini's audio and pictures)
+        frozenset({media, other}): f"`{media}` answers a {what} request, `{word}` another kind; "
+        f'give each kind of request its own step (`when: endpoint is "{op}"`)'
+        for media, what, op in (("audio", "speech", "speech"), ("image", "images", "images"))
+        for other, word in (("vectors", "vector"), ("flags", "flag"), ("result", "result"))
+    }
+    | {frozenset({media, "error"}): f"a reply is either an error or {media}; {_LATER}" for media in ("audio", "image")}
+    | {frozenset({media, "raw"}): f"{_RAW}; use `{media}` lines or a `body`, not both" for media in ("audio", "image")}
+    | {frozenset({media, "echo"}): "`echo` writes the answer itself; remove one line" for media in ("audio", "image")}
+    | {frozenset({"audio", "image"}): "a reply answers with audio or with pictures; give each its own step"}
+)
+#: kinds that share a reply: token usage with a chat answer, or with vectors (the input count); the text
+#: that speech says, or that goes with Gemini's pictures
+_TOGETHER = (
+    frozenset({"usage", "answer"}),
+    frozenset({"usage", "vectors"}),
+    frozenset({"audio", "answer"}),
+    frozenset({"image", "answer"}),
+    frozenset({"usage", "audio"}),
+    frozenset({"usage", "image"}),
+)
 _HANG_HINT = "`hang` never answers, so only `latency` may go with it"
 #: `disconnect` and `stream error` cut a stream in the middle; an embedding answer is one whole body
 _CUT_VECTORS_HINT = (

@@ -126,6 +126,10 @@ def _element_text(e: n.ReplyElement, indent: str) -> str:
         return f"{indent}vectors from {describe.quote(e.path)}"
     if isinstance(e, n.Flag):
         return f"{indent}flag {', '.join(describe.quote(c) for c in e.categories)}"
+    if isinstance(e, n.Audio):
+        return f"{indent}audio {describe.quote(e.path)}" if e.path is not None else f"{indent}audio {e.length}"
+    if isinstance(e, n.Image):
+        return f"{indent}image {describe.quote(e.path)}"
     if isinstance(e, n.Result):
         if isinstance(e.value, str):
             word = "result error" if e.is_error else "result"

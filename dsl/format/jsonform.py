@@ -132,6 +132,8 @@ def _regex_out(r: n.Regex) -> dict[str, Any]:
 def _unstructure_factory(conv: cattrs.Converter) -> Callable[[type], Callable[[Any], dict[str, Any]]]:
     def factory(cls: type) -> Callable[[Any], dict[str, Any]]:
         extra: dict[str, Any] = {"span": override(omit=True)}
+        if cls in (n.Audio, n.Image):  # a file's bytes are the compiler's, never the script's
+            extra["data"] = override(omit=True)
         if cls is n.ScriptFile:
             extra.update(path=override(omit=True), version=override(rename="mockllm"))
         base: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, conv, **extra)
@@ -342,6 +344,9 @@ def _check(obj: Any) -> None:
             value = getattr(obj, key)
             if not isinstance(value, dict) and (value is not None or key == "input_schema"):
                 raise _Bad(f"a tool's {key.replace('_', ' ')} must be a JSON object, got {_show(value)}", key)
+    elif isinstance(obj, n.Audio):
+        if (obj.path is None) == (obj.length is None):
+            raise _Bad("audio has a path (a file) or a length (generated audio): give exactly one", "path")
     elif isinstance(obj, n.Result):
         if not isinstance(obj.value, str | dict):
             raise _Bad(f"a result is a string (text) or an object (structured), got {_show(obj.value)}", "value")
@@ -350,7 +355,9 @@ def _check(obj: Any) -> None:
 
 
 def _keys(cls: type) -> list[str]:
-    out = [f.name for f in attrs.fields(cls) if f.name != "span"]
+    out = [
+        f.name for f in attrs.fields(cls) if f.name != "span" and not (cls in (n.Audio, n.Image) and f.name == "data")
+    ]
     if cls is n.ScriptFile:
         out = ["mockllm" if k == "version" else k for k in out if k != "path"]
     return out
@@ -364,6 +371,8 @@ def _class_factory(conv: cattrs.Converter) -> Callable[[type], Callable[[Any, An
             extra["span"] = override(omit=True)
         if cls is n.ScriptFile:
             extra["version"] = override(rename="mockllm")
+        if cls in (n.Audio, n.Image):
+            extra["data"] = override(omit=True)
         base: Callable[[Any, Any], Any] = make_dict_structure_fn(
             cls, conv, _cattrs_forbid_extra_keys=True, _cattrs_detailed_validation=True, **extra
         )

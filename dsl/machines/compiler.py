@@ -20,9 +20,11 @@ from mockllm.dsl.machines.compiled import START, CompiledLibrary, CompiledStep, 
 from mockllm.dsl.parse.loader import Library, load_paths
 from mockllm.dsl.span import NO_SPAN, Span
 from mockllm.dsl.tree.nodes import (
+    Audio,
     Defaults,
     Hang,
     Header,
+    Image,
     Latency,
     McpServer,
     Reply,
@@ -73,13 +75,16 @@ def resolve_reply(library: Library, file: str, reply: Reply) -> ReplyBlock | Non
 
 
 def _inline_vectors(library: Library, block: ReplyBlock) -> ReplyBlock:
-    if not any(isinstance(el, VectorsFrom) for el in block.elements):
+    """``vectors from`` as ``vector`` lines, and the bytes of ``audio``/``image`` files in their nodes."""
+    if not any(isinstance(el, VectorsFrom | Audio | Image) for el in block.elements):
         return block
     elements: list[ReplyElement] = []
     for el in block.elements:
         if isinstance(el, VectorsFrom):
             vectors = library.vectors.get((el.span.file, el.path), ())
             elements.extend(Vector(v, span=el.span) for v in vectors)
+        elif isinstance(el, Audio | Image) and el.path is not None:
+            elements.append(attrs.evolve(el, data=library.media.get((el.span.file, el.path))))
         else:
             elements.append(el)
     return attrs.evolve(block, elements=tuple(elements))

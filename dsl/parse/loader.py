@@ -18,7 +18,7 @@ import attrs
 
 from mockllm.dsl.diagnostics import Diagnostic, error
 from mockllm.dsl.span import Span
-from mockllm.dsl.tree.nodes import NamedReply, ReplyBlock, ReplyRef, ScriptFile, VectorsFrom
+from mockllm.dsl.tree.nodes import Audio, Image, NamedReply, ReplyBlock, ReplyRef, ScriptFile, VectorsFrom
 
 SCRIPT_SUFFIXES = (".mockllm", ".json")
 
@@ -36,6 +36,8 @@ class Library:
     aliases: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     # `vectors from "PATH"` files, read: (the script's name, PATH as written) → the vectors
     vectors: Mapping[tuple[str, str], tuple[tuple[float, ...], ...]] = attrs.field(factory=dict)
+    # `audio "PATH"` and `image "PATH"` files, read: (the script's name, PATH as written) → their bytes
+    media: Mapping[tuple[str, str], bytes] = attrs.field(factory=dict, repr=False)
 
     def file(self, name: str) -> ScriptFile | None:
         for f in self.files:
@@ -92,6 +94,7 @@ class _Loader:
     aliases: dict[str, dict[str, str]] = attrs.field(factory=dict)
     loaded: dict[str, str] = attrs.field(factory=dict)  # real path -> display name
     vectors: dict[tuple[str, str], tuple[tuple[float, ...], ...]] = attrs.field(factory=dict)
+    media: dict[tuple[str, str], bytes] = attrs.field(factory=dict)
     stack: list[tuple[str, str]] = attrs.field(factory=list)  # (real path, display name) being loaded
     root: str | None = None  # when set (a real path), imports resolve only to scripts below it
 
@@ -102,6 +105,7 @@ class _Loader:
             sources=dict(self.sources),
             aliases={k: dict(v) for k, v in self.aliases.items()},
             vectors=dict(self.vectors),
+            media=dict(self.media),
         )
 
     def load_file(self, path: str, name: str) -> None:
@@ -143,6 +147,8 @@ class _Loader:
         self.stack.pop()
         for el in _vector_files(script):
             self.load_vectors(name, base_dir, el)
+        for media in _media_files(script):
+            self.load_media(name, base_dir, media)
         self.files.append(script)
 
     def load_vectors(self, name: str, base_dir: str, el: VectorsFrom) -> None:
@@ -171,6 +177,30 @@ class _Loader:
             self.diagnostics.append(error("vectors-file", f'vectors file "{el.path}": {problem}', at, hint=hint))
             return
         self.vectors[key] = vectors
+
+    def load_media(self, name: str, base_dir: str, el: Audio | Image) -> None:
+        """Read the file of an `audio "PATH"` or `image "PATH"` line (relative to the script), or report why
+        it cannot be used."""
+        path = el.path or ""
+        key = (name, path)
+        if key in self.media:
+            return
+        word = "audio" if isinstance(el, Audio) else "image"
+        target = os.path.normpath(os.path.join(base_dir, path))
+        at = el.span if el.span.line > 0 else Span(name, 0, 0, 0, 0)
+        hint = f'`{word} "PATH"` names a file beside the script (a path relative to it)'
+        if self.root is not None and not _inside(os.path.realpath(target), self.root):
+            message = f'{word} file "{path}" is not inside the scenario base ({self.root})'
+            self.diagnostics.append(error("media-file", message, at, hint=hint))
+            return
+        try:
+            with open(target, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            self.diagnostics.append(error("media-file", f'cannot read {word} file "{path}": {why}', at, hint=hint))
+            return
+        self.media[key] = data
 
     def load_import(self, importer: str, base_dir: str, rel: str, alias: str, span: Span) -> None:
         target = os.path.normpath(os.path.join(base_dir, rel))
@@ -250,6 +280,16 @@ def _vector_files(script: ScriptFile) -> list[VectorsFrom]:
     if script.defaults is not None and isinstance(script.defaults.fallback, ReplyBlock):
         blocks.append(script.defaults.fallback.elements)
     return [el for elements in blocks for el in elements if isinstance(el, VectorsFrom)]
+
+
+def _media_files(script: ScriptFile) -> list[Audio | Image]:
+    """Every `audio "PATH"` and `image "PATH"` line of a script (named replies, steps, the fallback)."""
+    blocks = [r.elements for r in script.replies]
+    for sc in script.scenarios:
+        blocks.extend(st.reply.elements for st in sc.steps if isinstance(st.reply, ReplyBlock))
+    if script.defaults is not None and isinstance(script.defaults.fallback, ReplyBlock):
+        blocks.append(script.defaults.fallback.elements)
+    return [el for elements in blocks for el in elements if isinstance(el, Audio | Image) and el.path is not None]
 
 
 def parse_vectors(text: str) -> tuple[tuple[tuple[float, ...], ...], str | None]:

@@ -113,6 +113,7 @@ _SUBJECT_KEYWORDS = (
     "turn",
     "input",
     "argument",
+    "attachments",
 )
 _SUBJECT_LIST = (
     "`provider`, `endpoint`, `model`, `stream`, `last user message`, `last message`, "

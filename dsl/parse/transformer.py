@@ -522,6 +522,9 @@ class ScriptTransformer:
     def s_argument(self, ch: list[Any]) -> n.Subject:
         return self._subject("argument", self._s(ch[0]))
 
+    def s_attachments(self, ch: list[Any]) -> n.Subject:
+        return self._subject("attachments")
+
     def role(self, ch: list[Token]) -> str:
         return str(ch[0])
 
@@ -662,6 +665,15 @@ class ScriptTransformer:
 
     def result_error(self, ch: list[Any]) -> n.Result:
         return n.Result(self._s(ch[0]), True, span=self.here())
+
+    def audio_file(self, ch: list[Any]) -> n.Audio:
+        return n.Audio(path=self._s(ch[0]), span=self.here())
+
+    def audio_length(self, ch: list[Token]) -> n.Audio:
+        return n.Audio(length=parse_duration(str(ch[0])), span=self.here())
+
+    def image(self, ch: list[Any]) -> n.Image:
+        return n.Image(self._s(ch[0]), span=self.here())
 
     # -- literals ----------------------------------------------------------------------------------------
 

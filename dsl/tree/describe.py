@@ -23,6 +23,7 @@ _SUBJECT_WORDS = {
     "turn": "turn",
     "input": "input",
     "tool": "tool",
+    "attachments": "attachments",
 }
 
 OP_WORDS = {

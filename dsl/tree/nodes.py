@@ -19,6 +19,7 @@ Tree shape::
 
 from __future__ import annotations
 
+import hashlib
 from decimal import Decimal
 from typing import Any, Literal, TypeAlias
 
@@ -88,6 +89,7 @@ SubjectKind = Literal[
     "input",  # the texts of an embedding or moderation request
     "tool",  # the name of the tool an MCP call calls
     "argument",  # arg: dotted path into an MCP call's arguments
+    "attachments",  # the kinds of the request's files, or of the last user message's non-text parts
 ]
 
 PredicateOp = Literal[
@@ -329,6 +331,33 @@ class Result:
     span: Span = _span()
 
 
+def _bytes_repr(data: bytes | None) -> str:
+    """A file's bytes in a node's repr: their length and digest (a machine's digest changes with them)."""
+    return "None" if data is None else f"<{len(data)} bytes sha256:{hashlib.sha256(data).hexdigest()[:16]}>"
+
+
+@attrs.frozen
+class Audio:
+    """``audio "answer.wav"`` (these bytes as the audio, a path relative to the script; the loader reads
+    the file and the compiler puts its bytes in ``data``) or ``audio 2.5s`` (audio of that length in the
+    requested format, carrying the reply's text): a speech reply, a Gemini audio answer."""
+
+    path: str | None = None
+    length: Duration | None = None
+    data: bytes | None = attrs.field(default=None, repr=_bytes_repr)  # the file's bytes, once compiled
+    span: Span = _span()
+
+
+@attrs.frozen
+class Image:
+    """``image "cat.png"``: this picture as each generated image (a path relative to the script; the
+    loader reads it and the compiler puts its bytes in ``data``)."""
+
+    path: str
+    data: bytes | None = attrs.field(default=None, repr=_bytes_repr)
+    span: Span = _span()
+
+
 ReplyElement: TypeAlias = (
     Text
     | ToolCall
@@ -354,6 +383,8 @@ ReplyElement: TypeAlias = (
     | VectorsFrom
     | Flag
     | Result
+    | Audio
+    | Image
 )
 
 REPLY_ELEMENT_TYPES: tuple[type, ...] = (
@@ -381,6 +412,8 @@ REPLY_ELEMENT_TYPES: tuple[type, ...] = (
     VectorsFrom,
     Flag,
     Result,
+    Audio,
+    Image,
 )
 
 #: Elements a ``defaults:`` block may hold (besides the fallback).

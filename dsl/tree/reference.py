@@ -338,6 +338,21 @@ STATEMENTS: tuple[Entry, ...] = (
         "categories) for every input.",
         'flag "${1:violence}"',
     ),
+    _s(
+        "audio",
+        _REPLY,
+        '`audio "FILE"`: these bytes as the audio of a speech (or Gemini audio) answer, a file relative to the '
+        "script; `audio 2.5s`: generated audio of that length in the requested format, saying the reply's "
+        "text (or the request's input).",
+        "audio ${1:2.5s}",
+    ),
+    _s(
+        "image",
+        _REPLY,
+        '`image "FILE"`: this picture as each generated image of an images (or Gemini picture) answer, a file '
+        "relative to the script.",
+        'image "${1:picture.png}"',
+    ),
 )
 
 
@@ -382,6 +397,11 @@ SUBJECTS: tuple[Entry, ...] = (
         "argument",
         '`argument "NAME"`: for an MCP call, one argument\'s value (a dotted path for nested values).',
         'argument "${1:name}"',
+    ),
+    _subject(
+        "attachments",
+        "The kinds of the request's files, or of the last user message's non-text parts: `\"image\"`, "
+        '`"audio"`, `"file"` (`attachments include "image"`, `attachments is absent`).',
     ),
 )
 

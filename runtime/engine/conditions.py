@@ -139,6 +139,9 @@ def subject_value(subject: Subject, chat: ChatRequest) -> Any:
         return ABSENT if chat.tool is None else chat.tool
     if kind == "argument":
         return ABSENT if chat.tool is None else _walk(chat.arguments, subject.arg or "")
+    if kind == "attachments":
+        kinds = chat.attachment_kinds()
+        return kinds if kinds else ABSENT
     return ABSENT
 
 

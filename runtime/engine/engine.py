@@ -70,7 +70,7 @@ _GRAM = 3
 _INDEXED_SUBJECTS = frozenset(
     {"provider", "endpoint", "model", "last_user_message", "last_message", "system_prompt", "header"}
 )
-_INPUT_SUBJECTS = frozenset({"endpoint", "input", "tool", "argument"})  # see _Loaded.input_steps
+_INPUT_SUBJECTS = frozenset({"endpoint", "input", "tool", "argument", "attachments"})  # see _Loaded.input_steps
 _SubjectKey = tuple[Subject, bool]  # the subject, ignoring case
 _StepRef = tuple[int, int]  # machine index, step index
 

@@ -27,6 +27,17 @@ MEDIA_TYPES: dict[str, str] = {
     "wav": "audio/wav",
     "pcm": "audio/pcm",
 }
+#: the media type of each container listen() recognises (the journal shows it)
+CONTAINER_TYPES: dict[str, str] = {
+    "wav": "audio/wav",
+    "flac": "audio/flac",
+    "mp3": "audio/mpeg",
+    "ogg": "audio/ogg",
+    "aac": "audio/aac",
+    "mp4": "audio/mp4",
+    "webm": "audio/webm",
+    "pcm": "audio/pcm",
+}
 PCM_RATE = 24000  # raw PCM and WAV: 24 kHz, 16-bit, mono, as OpenAI's speech API gives them
 CHARS_PER_SECOND = 15.0
 MIN_SECONDS = 0.5

@@ -43,6 +43,9 @@ from mockllm.runtime.providers.openai_chat import (
     completion_payload,
 )
 from mockllm.runtime.providers.openai_embed import parse_embeddings, render_embeddings
+from mockllm.runtime.providers.openai_images import parse_edit, parse_generation, render_images
+from mockllm.runtime.providers.openai_speech import render_speech, speech_request
+from mockllm.runtime.providers.openai_transcribe import audio_request, render_transcript
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 
@@ -281,4 +284,44 @@ def parse_embeddings_azure(http: HttpRequest) -> ChatRequest:
     return _as_azure(parse_embeddings(http), deployment)
 
 
-ROUTES: dict[str, tuple[Parse, Render]] = {"azure.embeddings": (parse_embeddings_azure, render_embeddings)}
+# ---------------------------------------------------------------- speech, transcription, images
+
+
+def parse_speech_azure(http: HttpRequest) -> ChatRequest:
+    deployment = deployment_of(http)
+    _check_version(http, deployment)
+    return _as_azure(speech_request(http, "azure", deployment), deployment)
+
+
+def parse_transcription_azure(http: HttpRequest) -> ChatRequest:
+    deployment = deployment_of(http)
+    _check_version(http, deployment)
+    return _as_azure(audio_request(http, "transcription", "azure", deployment), deployment)
+
+
+def parse_translation_azure(http: HttpRequest) -> ChatRequest:
+    deployment = deployment_of(http)
+    _check_version(http, deployment)
+    return _as_azure(audio_request(http, "translation", "azure", deployment), deployment)
+
+
+def parse_generation_azure(http: HttpRequest) -> ChatRequest:
+    deployment = deployment_of(http)
+    _check_version(http, deployment)
+    return _as_azure(parse_generation(http, "azure", deployment), deployment)
+
+
+def parse_edit_azure(http: HttpRequest) -> ChatRequest:
+    deployment = deployment_of(http)
+    _check_version(http, deployment)
+    return _as_azure(parse_edit(http, "azure", deployment), deployment)
+
+
+ROUTES: dict[str, tuple[Parse, Render]] = {
+    "azure.embeddings": (parse_embeddings_azure, render_embeddings),
+    "azure.speech": (parse_speech_azure, render_speech),
+    "azure.transcriptions": (parse_transcription_azure, render_transcript),
+    "azure.translations": (parse_translation_azure, render_transcript),
+    "azure.images.generations": (parse_generation_azure, render_images),
+    "azure.images.edits": (parse_edit_azure, render_images),
+}

@@ -65,6 +65,10 @@ OPERATIONS: dict[str, OperationSpec] = {
         OperationSpec("embeddings", "inputs", "texts in, one vector each"),
         OperationSpec("moderations", "inputs", "texts in, flagged categories for each"),
         OperationSpec("count_tokens", "count_tokens", "a chat body in, its token count out", engine=False),
+        OperationSpec("speech", "inputs", "a text in, audio that says it out (runtime/media/audio.py)"),
+        OperationSpec("transcription", "inputs", "an audio upload in, its transcript out"),
+        OperationSpec("translation", "inputs", "an audio upload in, its transcript in English out"),
+        OperationSpec("images", "inputs", "a prompt (and for edits, pictures) in, pictures out"),
         # served by no provider: server/mcp/ answers it at /mcp/NAME and `mockllm mcp NAME` (docs/mcp.md)
         OperationSpec(
             "mcp", "mcp", "an MCP tools/call: a tool's name and arguments in, its result out", ("http", "stdio")
@@ -207,8 +211,27 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         routes=(
             Route("/openai/deployments/{deployment}/chat/completions", ("POST",), "chat"),
             Route("/openai/deployments/{deployment}/embeddings", ("POST",), "embeddings", "azure.embeddings"),
+            Route("/openai/deployments/{deployment}/audio/speech", ("POST",), "speech", "azure.speech"),
+            Route(
+                "/openai/deployments/{deployment}/audio/transcriptions",
+                ("POST",),
+                "transcription",
+                "azure.transcriptions",
+            ),
+            Route(
+                "/openai/deployments/{deployment}/audio/translations", ("POST",), "translation", "azure.translations"
+            ),
+            Route(
+                "/openai/deployments/{deployment}/images/generations", ("POST",), "images", "azure.images.generations"
+            ),
+            Route("/openai/deployments/{deployment}/images/edits", ("POST",), "images", "azure.images.edits"),
             Route("/openai/v1/chat/completions", ("POST",), "chat"),
             Route("/openai/v1/embeddings", ("POST",), "embeddings", "azure.embeddings"),
+            Route("/openai/v1/audio/speech", ("POST",), "speech", "azure.speech"),
+            Route("/openai/v1/audio/transcriptions", ("POST",), "transcription", "azure.transcriptions"),
+            Route("/openai/v1/audio/translations", ("POST",), "translation", "azure.translations"),
+            Route("/openai/v1/images/generations", ("POST",), "images", "azure.images.generations"),
+            Route("/openai/v1/images/edits", ("POST",), "images", "azure.images.edits"),
         ),
         upstream="https://YOUR-RESOURCE.openai.azure.com",  # every resource has its own: --upstream azure=URL
         prefixes=("/openai/",),
@@ -230,12 +253,18 @@ ENTRIES: tuple[ProviderEntry, ...] = (
             Route("/v1/chat/completions", ("POST",), "chat"),
             Route("/v1/embeddings", ("POST",), "embeddings", "openai.embeddings"),
             Route("/v1/moderations", ("POST",), "moderations", "openai.moderations"),
+            Route("/v1/audio/speech", ("POST",), "speech", "openai.speech"),
+            Route("/v1/audio/transcriptions", ("POST",), "transcription", "openai.transcriptions"),
+            Route("/v1/audio/translations", ("POST",), "translation", "openai.translations"),
+            Route("/v1/images/generations", ("POST",), "images", "openai.images.generations"),
+            Route("/v1/images/edits", ("POST",), "images", "openai.images.edits"),
+            Route("/v1/images/variations", ("POST",), "images", "openai.images.variations"),
             Route("/v1/models", ("GET",), "models"),
             Route("/v1/models/{rest:path}", ("GET",), "model_path"),
         ),
         upstream="https://api.openai.com",
         recorded=r"/chat/completions$",
-        pairs="openai_embed",
+        pairs="openai_pairs",
         client=_OPENAI_SDK,
         embedding_dimensions=1536,
     ),

@@ -61,6 +61,11 @@ class MessagePlan:
     # an MCP tool's answer (runtime/mcp/results.py): each `result` line rendered, in order, as
     # (a str for text or a dict for structured content, whether it is `result error`)
     results: tuple[tuple[Any, bool], ...] = ()
+    # speech, transcription and images (runtime/reply/media.py): a scripted audio file's bytes, or the
+    # length asked for (`audio 2.5s`); each scripted picture's bytes (`image "PATH"`)
+    audio: bytes | None = None
+    audio_seconds: float | None = None
+    images: tuple[bytes, ...] = ()
 
 
 @attrs.frozen

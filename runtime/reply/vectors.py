@@ -12,9 +12,11 @@ from collections.abc import Sequence
 
 import attrs
 
+from mockllm.dsl.operations import MEDIA_OPERATIONS
 from mockllm.dsl.tree import nodes
 from mockllm.runtime.embed.embedder import embed_sparse, to_float32
 from mockllm.runtime.embed.models import model_dimensions
+from mockllm.runtime.reply.media import plan_media
 from mockllm.runtime.reply.plan import MessagePlan, Plan
 from mockllm.runtime.reply.tokens import estimate
 from mockllm.runtime.request import ChatRequest
@@ -34,6 +36,8 @@ def plan_inputs(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) -
     MCP call's plan is complete: its result is read by :mod:`mockllm.runtime.mcp`)."""
     if not isinstance(plan, MessagePlan) or chat.operation == "mcp":
         return plan
+    if chat.operation in MEDIA_OPERATIONS:
+        return plan_media(plan, block, chat)
     elements: Sequence[nodes.ReplyElement] = block.elements if block is not None else ()
     scripted_usage = any(isinstance(el, nodes.Usage) for el in elements)
     tokens = plan.input_tokens if scripted_usage else input_tokens(chat)
