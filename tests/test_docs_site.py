@@ -27,7 +27,7 @@ from sdk_clients import opened
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PAGES = ("index.md", "pytest.md", "python-api.md", "admin-api.md", "cli.md", "embeddings.md")
+PAGES = ("index.md", "pytest.md", "python-api.md", "admin-api.md", "cli.md", "embeddings.md", "voice-and-images.md")
 FENCE = re.compile(r"^```([A-Za-z-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 FILE_LINE = re.compile(r"#\s*file:\s*(\S+)")
 NAV = {
@@ -42,6 +42,7 @@ NAV = {
     "Editor support": "editors.md",
     "Cookbook": "cookbook.md",
     "Embeddings and RAG": "embeddings.md",
+    "Voice and images": "voice-and-images.md",
     "Performance": "performance.md",
 }
 

@@ -325,6 +325,14 @@ def _not_found(chat: ChatRequest, missing: str) -> ErrorPlan:
     return ErrorPlan(chat.model, 400, f"Previous response with id '{missing}' not found.")
 
 
+def journal_attachments(chat: ChatRequest) -> tuple[tuple[str, str, int], ...]:
+    """What the journal shows of a request's images, audio and files: kind, media type and size."""
+    if not chat.attachments and not any(m.attachments for m in chat.messages):
+        return ()
+    found = [*chat.attachments, *(a for m in chat.messages for a in m.attachments)]
+    return tuple((a.kind, a.media_type, a.size) for a in found)
+
+
 def _status(plan: Plan | None) -> int:
     if type(plan) is MessagePlan:
         return 200
@@ -649,6 +657,7 @@ class Engine:
             remark=note,
             # what `mockllm explain` needs, kept only where it explains a failure (bounded memory)
             body=chat.body if no_match is not None or failure else None,
+            attachments=journal_attachments(chat),
         )
         remember: tuple[str, StoredResponse] | None = None
         if isinstance(plan, MessagePlan):

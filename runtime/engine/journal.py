@@ -93,6 +93,8 @@ class JournalEntry:
     # client got an error no scenario asked for, so verify reports it
     rejected: str | None = None
     delivery: Delivery | None = None  # how the answer went: settled once, by whoever sent it
+    # the request's images, audio and files: (kind, media type, size in bytes), never their payload
+    attachments: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def status(self) -> int:
@@ -155,6 +157,11 @@ class JournalEntry:
             body_truncated=bool(data.get("body_truncated", False)),
             rejected=data.get("rejected"),
             delivery=Delivery(int(data.get("status", 0)), client_gone=True) if data.get("client_gone") else None,
+            attachments=tuple(
+                (str(a.get("kind", "")), str(a.get("media_type", "")), int(a.get("size", 0)))
+                for a in data.get("attachments") or ()
+                if isinstance(a, Mapping)
+            ),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -183,6 +190,7 @@ class JournalEntry:
             "body_bytes": self.body_bytes,
             "body_truncated": self.body_truncated,
             "rejected": self.rejected,
+            "attachments": [{"kind": k, "media_type": m, "size": n} for k, m, n in self.attachments],
         }
 
     def to_json_text(self) -> str:
@@ -226,8 +234,13 @@ class JournalEntry:
             f'"note":{_text(self.note)},"response_id":{_text(self.response_id)},"body":{body},'
             f'"body_bytes":{"null" if body_bytes is None else int(body_bytes)},'
             f'"body_truncated":{_TRUTH[bool(self.body_truncated)]},'
-            f'"rejected":{_text(self.rejected)}}}'
+            f'"rejected":{_text(self.rejected)},"attachments":{self._attachments_text()}}}'
         )
+
+    def _attachments_text(self) -> str:
+        if not self.attachments:
+            return "[]"
+        return _json_text([{"kind": k, "media_type": m, "size": n} for k, m, n in self.attachments])
 
     def _body_json(self) -> Any:
         if self.body_text is None:

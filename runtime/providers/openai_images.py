@@ -1,12 +1,13 @@
 """OpenAI ``POST /v1/images/generations`` (JSON), ``/v1/images/edits`` and ``/v1/images/variations``
 (multipart): the request checked as the real API checks it, and ``data[]`` of ``n`` pictures answered
-as ``b64_json`` or as a ``url`` that mockllm itself serves (``/_mockllm/images/…``, see
+as ``b64_json`` or as a ``url`` that mockllm itself serves (``/mockllm/images/…``, see
 :func:`image_path`), in ``output_format`` png, jpeg or webp, at ``size``; streamed (``stream``) as
 ``partial_images`` previews and a completed event per picture.
 
 The pictures are :func:`~mockllm.runtime.media.images.draw`'s (deterministic, different for each
 prompt: picture ``i`` of ``n`` is drawn from the prompt and its index), or the scripted ``image "PATH"``
-files. A URL names what to draw, so any process serving the same library can answer it. GPT image
+files. A URL names what to draw (or, for a scripted picture, its digest in the library), so any process
+serving the same library can answer it. GPT image
 models answer ``b64_json`` and ``usage`` by default; DALL·E models a URL, as the real API does."""
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ from mockllm.runtime.request import Attachment, ChatRequest, HttpRequest, Provid
 
 MAX_PROMPT = 32000
 MAX_N = 10
-URL_PREFIX = "/_mockllm/images/"
+URL_PREFIX = "/mockllm/images/"  # beside the API's paths, outside the admin API (no admin token needed)
+FILE_PREFIX = URL_PREFIX + "file/"  # a scripted picture: by the SHA-256 of its bytes
 DEFAULT_MODEL = "dall-e-2"
 _ROOT = FieldPath()
 _IMAGE_TYPES = {b"\x89PNG": "image/png", b"\xff\xd8\xff": "image/jpeg", b"RIFF": "image/webp", b"GIF8": "image/gif"}
@@ -174,6 +176,11 @@ def image_path(seed: str, width: int, height: int, fmt: str) -> str:
     return f"{URL_PREFIX}{width}x{height}/{_b64url(seed)}.{fmt}"
 
 
+def file_path(data: bytes) -> str:
+    """The path mockllm serves a scripted picture at (the server finds it in the library by digest)."""
+    return f"{FILE_PREFIX}{hashlib.sha256(data).hexdigest()}"
+
+
 def read_image_path(path: str) -> tuple[str, int, int, images.ImageFormat] | None:
     """What :func:`image_path` wrote into ``path`` (seed, width, height, format), None for any other path."""
     size, _, rest = path.removeprefix(URL_PREFIX).partition("/")
@@ -247,7 +254,9 @@ def render_images(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> R
     data: list[dict[str, Any]] = []
     for picture in shown:
         item: dict[str, Any] = {}
-        if as_url and not plan.images:
+        if as_url and plan.images:
+            item["url"] = _base_url(chat) + file_path(picture.data)
+        elif as_url:
             item["url"] = _base_url(chat) + image_path(picture.seed, width, height, fmt)
         else:
             item["b64_json"] = base64.b64encode(picture.data).decode("ascii")

@@ -35,6 +35,7 @@ from mockllm.server.http.routes import ROUTES, RouteSpec, adapter_for, provider_
 from mockllm.server.http.routes import split_model_path as _split
 from mockllm.server.http.streaming import DRAIN_CAP, Channel
 from mockllm.server.mcp.http import mcp_routes
+from mockllm.server.media.images import image_routes
 from mockllm.server.options import ServerOptions
 from mockllm.server.shutdown import Shutdown
 from mockllm.server.state.store import StateStore, open_store
@@ -450,6 +451,7 @@ def _admin_routes(state: ServerState) -> list[BaseRoute]:
 SUBSYSTEM_ROUTES: tuple[Callable[[ServerState], list[BaseRoute]], ...] = (
     _admin_routes,  # /_mockllm: the admin API
     mcp_routes,  # /mcp/NAME: the library's `mcp server` blocks (server/mcp/)
+    image_routes,  # /mockllm/images/…: the pictures images answers give as URLs (server/media/)
 )
 
 

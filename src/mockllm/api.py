@@ -76,6 +76,8 @@ def _combine(libraries: Sequence[Library]) -> Library:
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
     aliases: dict[str, Mapping[str, str]] = {}
+    vectors: dict[tuple[str, str], tuple[tuple[float, ...], ...]] = {}
+    media: dict[tuple[str, str], bytes] = {}
     for lib in libraries:
         for f in lib.files:
             if f.path not in seen:
@@ -84,7 +86,9 @@ def _combine(libraries: Sequence[Library]) -> Library:
         diagnostics.extend(lib.diagnostics)
         sources.update(lib.sources)
         aliases.update(lib.aliases)
-    return Library(tuple(files), tuple(diagnostics), sources, aliases)
+        vectors.update(lib.vectors)  # `vectors from` and `audio`/`image` files, read by each loader
+        media.update(lib.media)
+    return Library(tuple(files), tuple(diagnostics), sources, aliases, vectors, media)
 
 
 def _library(sources: Sequence[Source], base_dir: str | os.PathLike[str] | None) -> Library:
