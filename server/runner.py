@@ -182,7 +182,7 @@ def refuse_state(state: str | None, workers: int) -> MockllmError | None:
         return UsageError(WORKERS_NEED_STATE) if workers > 1 else None
     if workers > 1 and sys.platform == "win32":
         return UsageError("mockllm: --workers above 1 needs fork(), which Windows does not have")
-    from mockllm.server.state.redis_store import reachable
+    from mockllm.server.state.redis.store import reachable
 
     try:
         reachable(state)

@@ -99,3 +99,21 @@ sys.exit(main(["check", {str(ROOT / "scenarios" / "examples")!r}]))
     assert "openai" in blocked and "pytest" in blocked  # the block is real on this machine
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_data_file_of_a_package_is_installed() -> None:
+    """A package folder's files other than Python (the grammar, the Redis store's Lua scripts …) are
+    listed in pyproject.toml's package-data, or a fresh install would lack them."""
+    import fnmatch
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    data = setuptools.get("package-data", {})
+    missing = []
+    for package in setuptools["packages"]:
+        folder = ROOT / setuptools["package-dir"][package]
+        for path in sorted(folder.iterdir()):
+            if path.is_file() and path.suffix not in (".py", ".pyc") and path.name != ".gitignore":
+                if not any(fnmatch.fnmatch(path.name, pattern) for pattern in data.get(package, [])):
+                    missing.append(str(path.relative_to(ROOT)))
+    assert "mockllm.server.state.redis" in setuptools["packages"] and "*.lua" in data["mockllm.server.state.redis"]
+    assert missing == [], "files a fresh install would lack (pyproject.toml, [tool.setuptools.package-data])"

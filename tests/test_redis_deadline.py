@@ -20,7 +20,7 @@ from mockllm.errors import StateUnavailable
 from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.providers.registry import adapter_for
 from mockllm.runtime.request import ChatRequest, HttpRequest
-from mockllm.server.state.redis_store import RedisStore
+from mockllm.server.state.redis.store import RedisStore
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "scenarios" / "chat.mockllm"
 
@@ -155,15 +155,15 @@ def test_a_not_loaded_report_redis_did_not_take_is_sent_at_the_next_sync(redis_u
             compiled, _, _ = posted.compile(str(with_file))
             assert compiled is not None
             await origin.post_library(posted, compiled)
-            script = other._report_unloaded
+            script = other.library._report_script
 
             async def unreachable(*args: object, **kwargs: object) -> object:
                 raise redis.exceptions.ConnectionError("Redis went away")
 
-            other._report_unloaded = unreachable
+            other.library._report_script = unreachable
             await other.sync_library()  # loads the library (without the post) but cannot report it
             before = await origin.not_loaded()
-            other._report_unloaded = script
+            other.library._report_script = script
             await other.sync_library()  # the same generation: the owed report goes now
             after = await origin.not_loaded()
         finally:

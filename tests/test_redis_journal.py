@@ -15,7 +15,7 @@ from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.providers.registry import adapter_for
 from mockllm.runtime.request import HttpRequest
-from mockllm.server.state.redis_store import PREFIX, RedisStore
+from mockllm.server.state.redis.store import PREFIX, RedisStore
 
 if TYPE_CHECKING:
     from mockllm.dsl.machines.compiled import CompiledLibrary

@@ -16,7 +16,7 @@ import redis
 from redis_server import redis_proxy
 
 from mockllm.runtime.engine.engine import Engine
-from mockllm.server.state.redis_store import RedisStore
+from mockllm.server.state.redis.store import RedisStore
 
 _T = TypeVar("_T")
 READINGS = ["hiredis", "redis-py"]
@@ -110,7 +110,7 @@ def test_push_messages_around_a_commit_neither_fail_it_nor_send_it_twice(redis_u
     from mockllm.dsl.machines.compiler import load_and_compile
     from mockllm.runtime.providers.registry import adapter_for
     from mockllm.runtime.request import HttpRequest
-    from mockllm.server.state.redis_store import PREFIX
+    from mockllm.server.state.redis.store import PREFIX
 
     script = Path(__file__).resolve().parent.parent / "bench" / "scenarios" / "chat.mockllm"
     library, _, diagnostics = load_and_compile([str(script)])

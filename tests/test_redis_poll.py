@@ -18,7 +18,7 @@ from sdk_clients import oa
 
 from mockllm.runtime.engine.engine import Engine
 from mockllm.server.state.poll_window import MISSES_TO_REST, REST_WAITS
-from mockllm.server.state.redis_store import RedisStore
+from mockllm.server.state.redis.store import RedisStore
 
 _T = TypeVar("_T")
 

@@ -835,7 +835,7 @@ class Engine:
             "unused_steps": unused,
         }
 
-    # ---- state kept outside this process (server/state/redis_store.py) -------------------------------------
+    # ---- state kept outside this process (server/state/redis/store.py) -------------------------------------
     # Generations are this process's numbers; a shared store names a scenario's definition by a digest
     # of it instead, which every process loading the same scenario computes alike.
 

@@ -118,7 +118,7 @@ async def serve_granian(
         sock.detach(),
         tracked,
         interface=Interfaces.ASGINL,
-        # real tasks: what still runs at the end can be cancelled, as can a stuck Redis exchange (redis_store._Lane)
+        # real tasks: what still runs at the end can be cancelled, as can a stuck Redis exchange (state/redis/lane.py)
         task_impl=TaskImpl.asyncio,
         http=HTTPModes.auto,
         # an idle keep-alive connection is closed after KEEP_ALIVE_S, as on the other servers

@@ -38,7 +38,8 @@ from mockllm.server.mcp.http import mcp_routes
 from mockllm.server.media.images import image_routes
 from mockllm.server.options import ServerOptions
 from mockllm.server.shutdown import Shutdown
-from mockllm.server.state.store import StateStore, open_store
+from mockllm.server.state.opening import open_store
+from mockllm.server.state.store import StateStore
 
 if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine

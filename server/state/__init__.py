@@ -1,3 +1,3 @@
 """Where the engine's state lives: in this process's memory (store) or shared by every process through
-Redis (redis_store), how a process polls for work it waits on (poll_window), and scenarios posted to
+Redis (redis/), how a process polls for work it waits on (poll_window), and scenarios posted to
 a running server as a value every process can compile (posted)."""

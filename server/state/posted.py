@@ -1,6 +1,6 @@
 """Scenarios posted to a running server (``POST /_mockllm/scenarios``) as a value: the text, how to
 read it and the directory its ``use`` imports resolve against. A server whose state is in Redis
-(server/state/redis_store.py) shares each post with every process as this value's JSON, and each process
+(server/state/redis/store.py) shares each post with every process as this value's JSON, and each process
 compiles it against its own scenario base, so every process serves the same library."""
 
 from __future__ import annotations

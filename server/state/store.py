@@ -4,7 +4,7 @@ The engine (runtime/engine) decides every turn as a function of a conversation's
 a store keeps those states, the stored responses (``previous_response_id``, Anthropic threads),
 the steps used and the journal. :class:`StateStore` is the embedded default: the engine's own
 tables, in this process's memory, called directly (the hot path does not even await it). A shared
-store (``--state redis://…``, server/state/redis_store.py) keeps them in Redis so several processes serve
+store (``--state redis://…``, server/state/redis/) keeps them in Redis so several processes serve
 one library as if they were one server."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mockllm.server.state.poll_window import DEFAULT_POLL_S
 from mockllm.server.state.posted import Posted, merged
 
 if TYPE_CHECKING:
@@ -97,24 +96,3 @@ class StateStore:
 
     async def close(self) -> None:
         """Release connections (nothing to release in memory)."""
-
-
-def open_store(engine: Engine, url: str | None, root: str = ".", poll: float = DEFAULT_POLL_S) -> StateStore:
-    """The store ``--state URL`` names: None for memory, ``redis://HOST:PORT/DB`` for Redis, which
-    compiles scenarios other processes post against ``root``, the scenario base, and polls for its
-    answers for ``poll`` seconds at most (server/state/poll_window.py). Raises
-    :class:`~mockllm.errors.UsageError` for a URL it cannot use (another scheme, the extra missing)."""
-    if not url:
-        return StateStore(engine)
-    from mockllm.server.state.redis_store import RedisStore
-
-    return RedisStore(
-        engine,
-        url,
-        root=root,
-        idle_seconds=engine.idle_seconds,
-        journal_limit=engine.journal_limit,
-        entry_body_bytes=engine.journal_entry_body_bytes,
-        cache_size=engine.max_conversations,
-        poll=poll,
-    )
