@@ -296,6 +296,7 @@ def test_adding_an_operation_lists_the_files_each_operation_has() -> None:
     for name, spec in registry.OPERATIONS.items():
         assert (f'"{name}"' in endpoint_row) == spec.engine, f"docs/language.md: the endpoint row and {name}"
         if spec.handler == "mcp":  # served by server/mcp/ at /mcp/NAME, by no provider (docs/mcp.md)
+            assert (DOCS / "mcp.md").is_file() and (ROOT / "tests" / "test_e2e_mcp.py").is_file()
             continue
         serving = _serving(name)
         assert serving, f"no entry in ENTRIES serves the operation {name}"
