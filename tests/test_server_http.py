@@ -294,10 +294,12 @@ def test_a_body_over_the_limit_is_a_413_in_the_providers_shape(serve: Serve, pro
 
         chunked = HTTP.post(server.url + path, content=chunks(), headers=headers)
         fine = HTTP.post(server.url + path, json=request(provider)[1], headers=headers)
+        journal = HTTP.get(server.url + "/_mockllm/requests").json()
     for r in (declared, chunked):
         assert r.status_code == 413
         assert "4096 bytes" in error_message(provider, r)
     assert fine.status_code == 200
+    assert [e["status"] for e in journal] == [413, 413, 200]  # a chat request refused is journalled too
 
 
 def test_a_huge_body_is_refused_without_breaking_the_connection(serve: Serve) -> None:

@@ -88,6 +88,20 @@ class Adapter(Protocol):
         ``countTokens``); raises :class:`ProviderError` for a bad body, or where the API has none."""
         ...
 
+    def model(self, model_id: str, ctx: RenderContext) -> Rendered:
+        """One model's object (``GET /v1/models/{id}``)."""
+        ...
+
+    def version(self, ctx: RenderContext) -> Rendered:
+        """The server's version (Ollama's ``GET /api/version``); raises :class:`ProviderError` where the
+        API has none."""
+        ...
+
+    def banner(self, ctx: RenderContext) -> Rendered:
+        """What ``GET /`` answers (Ollama's "Ollama is running"); raises :class:`ProviderError` where the
+        API has none."""
+        ...
+
 
 class BaseAdapter:
     """What most adapters share: subclass it and write ``check_auth``, ``parse``, ``render``,
@@ -104,3 +118,15 @@ class BaseAdapter:
 
     def count_tokens(self, http: HttpRequest, ctx: RenderContext) -> Rendered:
         raise ProviderError(404, f"mockllm: the {self.provider} API has no token count")
+
+    def model(self, model_id: str, ctx: RenderContext) -> Rendered:
+        """In OpenAI's shape: what every API's ``GET /v1/models/{id}`` answers here."""
+        from mockllm.runtime.providers import openai_chat
+
+        return openai_chat.model_response(model_id, ctx)
+
+    def version(self, ctx: RenderContext) -> Rendered:
+        raise ProviderError(404, f"mockllm: the {self.provider} API has no version route")
+
+    def banner(self, ctx: RenderContext) -> Rendered:
+        raise ProviderError(404, f"mockllm: the {self.provider} API has no banner")

@@ -88,6 +88,15 @@ class InputsAdapter:
     def count_tokens(self, http: HttpRequest, ctx: RenderContext) -> Rendered:
         return self.base.count_tokens(http, ctx)
 
+    def model(self, model_id: str, ctx: RenderContext) -> Rendered:
+        return self.base.model(model_id, ctx)
+
+    def version(self, ctx: RenderContext) -> Rendered:
+        return self.base.version(ctx)
+
+    def banner(self, ctx: RenderContext) -> Rendered:
+        return self.base.banner(ctx)
+
 
 def route_for_path(path: str, headers: Mapping[str, str] | None = None) -> str | None:
     """The input route a request path names (``/v1/embeddings`` → ``"openai.embeddings"``,

@@ -155,6 +155,13 @@ class OllamaAdapter(BaseAdapter):
     def check_auth(self, http: HttpRequest) -> ProviderError | None:
         return None  # a local Ollama asks for no credentials
 
+    def version(self, ctx: RenderContext) -> Rendered:
+        return version_response(ctx)
+
+    def banner(self, ctx: RenderContext) -> Rendered:
+        """``GET /``: what a running Ollama says."""
+        return Rendered(200, "text/plain; charset=utf-8", body=b"Ollama is running")
+
     def parse(self, http: HttpRequest) -> ChatRequest:
         data = FIELDS.load_body(http.body)
         model = data.get("model")

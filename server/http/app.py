@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockllm.server")
 
 _GLOB_CHARS = frozenset("*?[")
-_GENERATE = ("generateContent", "streamGenerateContent")
 _DRAIN_CAP = DRAIN_CAP  # unread request bodies are dropped up to this, then the connection closes
 _random = random.Random()  # ids need to be unique, not secret: no system call per id (seeded from urandom)
 
@@ -279,7 +278,8 @@ class ProviderEndpoint:
             if body is None:
                 limit = state.options.max_body_bytes
                 message = f"mockllm: request body is larger than the limit of {limit} bytes"
-                if handler == "chat" or path_params.get("method") in _GENERATE:  # a chat request refused
+                methods = registry.entry(provider).model_methods
+                if handler == "chat" or methods.get(path_params.get("method", "")) == "chat":  # a chat request refused
                     await state.store.reject(provider, path, 413, message)
                 await send_whole(channel, adapter.render_error(413, message, state.context(), "request_too_large"))
                 return
@@ -388,11 +388,14 @@ class ProviderEndpoint:
         state = self.state
         ctx = state.context()
         handler = self.spec.handler
-        if handler == "root":
-            rendered = Rendered(200, "text/plain; charset=utf-8", body=b"Ollama is running")
+        if handler == "root":  # the banner: no credentials asked
+            try:
+                rendered = adapter.banner(ctx)
+            except ProviderError as err:
+                rendered = adapter.render_error(err.status, err.message, ctx, err.code, err.param)
             await send_whole(channel, rendered, [("x-mockllm", "mockllm")])
             return
-        if not state.options.no_auth:  # Ollama's adapter asks for no credentials
+        if not state.options.no_auth:
             denied = adapter.check_auth(http)
             if denied is not None:
                 await send_whole(channel, adapter.render_error(denied.status, denied.message, ctx, denied.code))
@@ -409,14 +412,9 @@ class ProviderEndpoint:
             return adapter.count_tokens(http, ctx)
         if handler in ("models", "tags"):
             return adapter.models(self.state.model_ids(), ctx)
-        if handler == "model_path":  # GET /v1/models/{id}: every API answers it in OpenAI's shape
-            from mockllm.runtime.providers import openai_chat
-
-            return openai_chat.model_response(http.path_params["model"], ctx)
-        # handler == "version"
-        from mockllm.runtime.providers import ollama
-
-        return ollama.version_response(ctx)
+        if handler == "model_path":  # GET /v1/models/{id}
+            return adapter.model(http.path_params["model"], ctx)
+        return adapter.version(ctx)  # handler == "version"
 
 
 def _model_path_error(method: str, model: str, gmethod: str | None, methods: Mapping[str, str]) -> int | None:
