@@ -77,8 +77,8 @@ def test_explain_takes_a_journal_export(tmp_path: Path) -> None:
     code, out = explain(tmp_path, journal)
     assert code == 1, out
     assert "step `flights_found`" in out and "This conversation was waiting for:" in out
-    code, out = explain(tmp_path, journal, extra=("--entry", "1"))
-    assert code == 1 and "kept no request body" in out
+    code, out = explain(tmp_path, journal, extra=("--entry", "1"))  # a matched request keeps its body too
+    assert code == 0 and "step `ask_city`" in out, out
 
 
 def test_explain_takes_the_earlier_requests_as_files(tmp_path: Path) -> None:

@@ -260,7 +260,9 @@ def test_journal_keeps_unmatched_bodies_for_explain(serve_text: ServeText, tmp_p
     unmatched = [e for e in entries if e["no_match"]]
     matched = [e for e in entries if e["matched"]]
     assert len(unmatched) == 1 and unmatched[0]["body"]["messages"][0]["content"] == "what's the forecast?"
-    assert matched and matched[0]["body"] is None  # bodies are kept only where they explain a failure
+    assert matched and matched[0]["body"]["messages"][0]["content"] == "weather in Oslo"  # every body is kept
+    assert '"get_weather"' in matched[0]["reply"] and '"not_found"' not in matched[0]["reply"]
+    assert "no step matched" in unmatched[0]["reply"]  # the reply bodies too (the inspector shows both)
     library = tmp_path / "weather.mockllm"
     library.write_text(WEATHER)
     request = tmp_path / "request.json"

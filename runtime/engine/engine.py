@@ -655,8 +655,7 @@ class Engine:
             expectation_failed=failure,
             response_id=response_id,
             remark=note,
-            # what `mockllm explain` needs, kept only where it explains a failure (bounded memory)
-            body=chat.body if no_match is not None or failure else None,
+            body=chat.body,  # kept as bounded JSON text by the journal: `mockllm explain`, the inspector
             attachments=journal_attachments(chat),
         )
         remember: tuple[str, StoredResponse] | None = None

@@ -16,7 +16,10 @@ An entry holds two facts, each written once: what was asked and decided (the eng
 as it answers, so a request still being answered is listed), and how the answer went -- the
 :class:`Delivery`, which the server settles once, when the client has what it gets (the status it
 received; 0 when it gave up before any answer). ``status`` reads the delivery, and until there is one
-(a request still being answered, or an engine used without a server) the status the plan asks for."""
+(a request still being answered, or an engine used without a server) the status the plan asks for.
+
+Every entry keeps its request body, and its delivery the reply body (cut to :data:`REPLY_CHARS`), so
+the inspector (server/inspector) can show both; both count against ``total_bytes``."""
 
 from __future__ import annotations
 
@@ -63,6 +66,7 @@ class Delivery:
     status: int
     client_gone: bool = False
     note: str | None = None
+    reply: str | None = None  # the body the client was sent (a stream's frames joined), cut to REPLY_CHARS
 
 
 @attrs.define
@@ -84,7 +88,7 @@ class JournalEntry:
     expectation_failed: str | None = None
     response_id: str = ""
     remark: str | None = None  # the engine's note: why a reply could not be built, a regex timed out …
-    body: Any = None  # the request body, kept for unmatched requests and failed expectations only
+    body: Any = None  # the request body (as JSON text once added: see body_text)
     # set by Journal.add: the body as compact JSON text (cut to the per-entry cap) and its full size
     body_text: str | None = None
     body_bytes: int | None = None
@@ -110,6 +114,11 @@ class JournalEntry:
         """What happened on the way (from the delivery), else the engine's remark."""
         said = self.delivery.note if self.delivery is not None else None
         return self.remark if said is None else said
+
+    @property
+    def reply(self) -> str | None:
+        """The reply body the client was sent (cut to :data:`REPLY_CHARS`), once delivered."""
+        return self.delivery.reply if self.delivery is not None else None
 
     @property
     def answered_by(self) -> str:
@@ -156,7 +165,11 @@ class JournalEntry:
             body_bytes=data.get("body_bytes"),
             body_truncated=bool(data.get("body_truncated", False)),
             rejected=data.get("rejected"),
-            delivery=Delivery(int(data.get("status", 0)), client_gone=True) if data.get("client_gone") else None,
+            delivery=(
+                Delivery(int(data.get("status", 0)), client_gone=bool(data.get("client_gone")), reply=data.get("reply"))
+                if data.get("client_gone") or data.get("reply") is not None
+                else None
+            ),
             attachments=tuple(
                 (str(a.get("kind", "")), str(a.get("media_type", "")), int(a.get("size", 0)))
                 for a in data.get("attachments") or ()
@@ -191,6 +204,7 @@ class JournalEntry:
             "body_truncated": self.body_truncated,
             "rejected": self.rejected,
             "attachments": [{"kind": k, "media_type": m, "size": n} for k, m, n in self.attachments],
+            "reply": self.reply,
         }
 
     def to_json_text(self) -> str:
@@ -234,7 +248,7 @@ class JournalEntry:
             f'"note":{_text(self.note)},"response_id":{_text(self.response_id)},"body":{body},'
             f'"body_bytes":{"null" if body_bytes is None else int(body_bytes)},'
             f'"body_truncated":{_TRUTH[bool(self.body_truncated)]},'
-            f'"rejected":{_text(self.rejected)},"attachments":{self._attachments_text()}}}'
+            f'"rejected":{_text(self.rejected)},"attachments":{self._attachments_text()},"reply":{_text(self.reply)}}}'
         )
 
     def _attachments_text(self) -> str:
@@ -263,6 +277,7 @@ class JournalEntry:
         return len(text)
 
 
+REPLY_CHARS = 16 * 1024  # the most of a reply body an entry keeps
 ENTRY_ALLOWANCE = 1024  # bytes counted per entry besides its body: the fields and a no-match report
 DEFAULT_ENTRY_BODY_BYTES = 64 * 1024
 DEFAULT_TOTAL_BYTES = 32 * 1024 * 1024
@@ -315,6 +330,9 @@ class Journal:
             entry = self._entries.get(entry_id)
             if entry is not None and entry.delivery is None:
                 entry.delivery = delivery
+                if delivery.reply:
+                    self._cost[entry_id] += len(delivery.reply)
+                    self._bytes += len(delivery.reply)
 
     def entries(self) -> list[JournalEntry]:
         with self._lock:

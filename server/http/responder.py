@@ -10,7 +10,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
 
-from mockllm.runtime.engine.journal import Delivery
+from mockllm.runtime.engine.journal import REPLY_CHARS, Delivery
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
 from mockllm.runtime.providers.common import utf8_json, utf8_text
@@ -26,7 +26,6 @@ NO_MATCH_CODE = "mockllm_no_match"
 Record = Callable[[Delivery], None]
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
-
 _NAMES: dict[str, bytes] = {}  # header names already checked, as sent (lower-case ASCII)
 _NAMES_LIMIT = 1024
 
@@ -41,9 +40,6 @@ def _name_bytes(name: str) -> bytes | None:
     if len(_NAMES) < _NAMES_LIMIT:
         _NAMES[name] = raw
     return raw
-
-
-_DELIVERED = {status: Delivery(status) for status in (200, 400, 401, 404, 429, 500, 503)}  # shared, immutable
 
 
 def header_bytes(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
@@ -196,6 +192,15 @@ class RenderAhead:
         return made[1], made[2], head
 
 
+def reply_text(media_type: str, body: bytes) -> str:
+    """What the journal keeps of a reply body: its first :data:`REPLY_CHARS` bytes as text, or for a
+    binary body (audio, an image) a line saying what it was."""
+    kind = media_type.split(";", 1)[0].strip().lower()
+    if kind.startswith(("audio/", "image/", "video/")) or kind == "application/octet-stream":
+        return f"({len(body)} bytes of {kind})"
+    return body[:REPLY_CHARS].decode("utf-8", "replace")
+
+
 async def deliver(
     outcome: Outcome,
     chat: ChatRequest,
@@ -228,8 +233,8 @@ async def deliver(
         report = outcome.no_match
         message = report.message if report is not None else "mockllm: no step matched"
         log.warning("%s", message)
-        delivery = Delivery(404)
         no_match = adapter.render_error(404, message, ctx, NO_MATCH_CODE)
+        delivery = Delivery(404, reply=reply_text(no_match.media_type, no_match.body))
         await send_whole(channel, no_match, extra, lambda: record(delivery))
         return
     if isinstance(plan, HangPlan):
@@ -267,8 +272,8 @@ async def deliver(
             await _faulted_whole(reply, rendered, adapter, ctx, channel, extra, record)
             return
         status = rendered.status
-        delivery = _DELIVERED.get(status) or Delivery(status)
         body = rendered.body
+        delivery = Delivery(status, reply=reply_text(rendered.media_type, body))
         if head_ahead is None or rendered is not rendered_ahead:
             head_ahead = response_head(rendered, extra, len(body))
         await channel.start(status, head_ahead)
@@ -282,9 +287,9 @@ async def deliver(
         # Nothing spaces the frames or cuts the stream: the same bytes in one body message instead of
         # one per frame (one trip through the server instead of dozens; no watcher task needed).
         status = rendered.status
-        delivery = _DELIVERED.get(status) or Delivery(status)
         await channel.start(status, response_head(rendered, extra, None))
         body = b"".join([frame.data for frame in rendered.frames])
+        delivery = Delivery(status, reply=reply_text(rendered.media_type, body))
         record(delivery)
         await channel.end(body)
         return
@@ -308,16 +313,16 @@ async def deliver(
         clock=options.clock,
     )
     sent = result.content_sent
+    said = reply_text(rendered.media_type, b"".join([frame.data for frame in rendered.frames]))
     if result.ending == "disconnect":
         # Return without ending the body: the server closes the connection mid-message.
-        record(Delivery(rendered.status, note=f"disconnect after {sent} chunks"))
+        record(Delivery(rendered.status, note=f"disconnect after {sent} chunks", reply=said))
         return
     if result.ending == "client_gone":
-        record(Delivery(rendered.status, client_gone=True, note=f"client went away after {sent} chunks"))
+        record(Delivery(rendered.status, client_gone=True, note=f"client went away after {sent} chunks", reply=said))
         return
-    record(
-        Delivery(rendered.status, note=f"stream error after {sent} chunks" if result.ending == "stream_error" else None)
-    )
+    note = f"stream error after {sent} chunks" if result.ending == "stream_error" else None
+    record(Delivery(rendered.status, note=note, reply=said))
     await channel.end()
 
 

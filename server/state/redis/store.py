@@ -383,6 +383,8 @@ class RedisStore(StateStore):
             cache.popitem(last=False)
 
     def settle(self, entry_id: int, delivery: Delivery) -> None:
+        # reply bodies stay out of Redis: its ``fin`` hash is cut only by a reset, so they would grow it unbounded
+        delivery = attrs.evolve(delivery, reply=None) if delivery.reply is not None else delivery
         planned = self._planned.pop(entry_id, None)
         if planned is not None and delivery == Delivery(planned):
             return  # what the journal already says: no round trip
