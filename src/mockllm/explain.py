@@ -220,7 +220,7 @@ def _from_journal(entries: list[dict[str, Any]], entry_id: int | None, path: str
             raise ExplainError(f"{path} has no entry {entry_id}")
         if not isinstance(chosen.get("body"), dict):
             raise ExplainError(
-                f"entry {entry_id} of {path} kept no request body (refused before it was read, or too long to keep whole)"
+                f"entry {entry_id} of {path} kept no request body (refused unread, or too long to keep whole)"
             )
     else:
         failed = [e for e in with_body if e.get("no_match") or e.get("expectation_failed")]
