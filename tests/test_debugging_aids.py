@@ -122,6 +122,29 @@ def test_an_under_indented_block_line_is_reported_on_its_own_line() -> None:
     assert "indent it to column 9" in (d.hint or "")
 
 
+def test_an_under_indented_first_reply_line_is_reported_on_its_own_line() -> None:
+    """Issue 34: the first line of a reply two spaces in, its siblings four: the error named the next
+    line ("unexpected indentation"); it names the line that is off and the column its siblings use."""
+    text = (
+        'scenario "x":\n    step a:\n        reply:\n          text "one"\n'
+        "            usage 1 in, 1 out\n            latency 1s\n"
+    )
+    _tree, diagnostics = parse_text(text, "s.mockllm")
+    (d,) = [d for d in diagnostics if d.code == "indent"]
+    assert (d.span.line, d.span.column) == (4, 11), d
+    assert d.message == "this line is indented to column 11, less than the lines of its block (line 5 is at column 13)"
+    assert d.hint == "indent it to column 13, like the other lines of its block"
+
+
+def test_an_over_indented_line_after_a_block_line_is_still_reported_itself() -> None:
+    """The line after a well-indented first line is the one off when it is the one off the grid."""
+    text = 'scenario "x":\n    step a:\n        reply:\n            text "one"\n                usage 1 in, 1 out\n'
+    _tree, diagnostics = parse_text(text, "s.mockllm")
+    (d,) = [d for d in diagnostics if d.code == "indent"]
+    assert (d.span.line, d.span.column) == (5, 17), d
+    assert d.message.startswith("unexpected indentation")
+
+
 def test_graph_of_several_scenarios_is_one_mermaid_document(tmp_path: Path) -> None:
     long = "a very long condition value that goes on and on beyond one line"
     text = "".join(

@@ -35,7 +35,7 @@ from mockllm.dsl import diagnostics as d
 from mockllm.dsl.parse import lark_compat
 from mockllm.dsl.parse.lark_compat import LalrParser
 from mockllm.dsl.parse.recovery import LineInfo, Recovery, scan
-from mockllm.dsl.parse.syntax_errors import describe_unexpected, keyword_values
+from mockllm.dsl.parse.syntax_errors import INDENT_UNIT, describe_unexpected, keyword_values
 from mockllm.dsl.parse.transformer import Cursor, ScriptTransformer, TopItem, VersionLine
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.dsl.span import Span
@@ -60,8 +60,6 @@ class ScriptIndentError(MockllmError, LarkError):
         self.message = message
         self.hint = hint
 
-
-INDENT_UNIT = 4  # what `mockllm fmt` writes; a block line off that grid is the likelier mistake
 
 
 class MockIndenter(Indenter):

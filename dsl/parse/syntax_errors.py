@@ -601,6 +601,37 @@ def _expectation(accepts: set[str], literals: Mapping[str, str], after: str | No
     return f"expected {expected_list(accepts, literals)}{tail}"
 
 
+INDENT_UNIT = 4  # what `mockllm fmt` writes; a block line off that grid is the likelier mistake
+
+
+def _under_indented_first_line(text: str, deeper: int) -> tuple[int, int, int, int] | None:
+    """When line ``deeper`` is indented past the line before it because that line, the first of its
+    block, is the one under-indented (``reply:`` / two spaces in / four spaces in), that first line's
+    number and column, and the line and column of the next line of its block; else None (the deeper line
+    is off)."""
+    lines = text.split("\n")
+
+    def before(n: int) -> int | None:
+        n -= 1
+        while n >= 1 and (not lines[n - 1].strip() or lines[n - 1].lstrip().startswith("#")):
+            n -= 1
+        return n if n >= 1 else None
+
+    def indent(n: int) -> int:
+        return len(lines[n - 1]) - len(lines[n - 1].lstrip(" "))
+
+    if deeper > len(lines):
+        return None
+    first = before(deeper)
+    header = before(first) if first is not None else None
+    if first is None or header is None or not lines[header - 1].rstrip().endswith(":"):
+        return None
+    top, mid, low = indent(header), indent(first), indent(deeper)
+    if not top < mid < low or (mid - top) % INDENT_UNIT == 0 or (low - top) % INDENT_UNIT != 0:
+        return None
+    return first, mid + 1, deeper, low + 1
+
+
 def _unexpected_token(
     e: UnexpectedToken, text: str, file: str, parser: Lark, literals: Mapping[str, str]
 ) -> d.Diagnostic:
@@ -617,6 +648,16 @@ def _unexpected_token(
 
     # -- layout ---------------------------------------------------------------------------------------
     if tok.type == "_INDENT":
+        off = _under_indented_first_line(text, tok.end_line or line)
+        if off is not None:
+            first, column, sibling, siblings = off
+            return d.error(
+                "indent",
+                f"this line is indented to column {column}, less than the lines of its block "
+                f"(line {sibling} is at column {siblings})",
+                Span.point(file, first, column),
+                f"indent it to column {siblings}, like the other lines of its block",
+            )
         at = Span.point(file, tok.end_line or line, tok.end_column or 1)
         return d.error(
             "indent",
