@@ -90,6 +90,7 @@ def run(
     out: TextIO | None = None,
     watch: Callable[[StateStore], Awaitable[None]] | None = None,
     workers: int = 1,
+    verbose: bool = False,
 ) -> int:
     """Serve ``library`` (None: the echo responder) until SIGINT/SIGTERM. Prints the listening line
     first on ``out`` (default stdout). Returns the exit code.
@@ -99,7 +100,7 @@ def run(
     ``loop`` picks the event loop: "asyncio" or "uvloop"; by default uvloop for Uvicorn and Granian
     and asyncio for Hypercorn (Hypercorn on uvloop is what Hypercorn's own ``uvloop`` worker class runs).
     ``workers`` above 1 serves from that many processes on the one socket (server/workers.py); they
-    need ``options.state``, the store they share."""
+    need ``options.state``, the store they share. ``verbose`` lists every scenario after the summary."""
     from mockllm.runtime.engine.engine import Engine
     from mockllm.server.http.app import create_app, server_state
 
@@ -130,6 +131,10 @@ def run(
     where = f"; state in Redis at {opts.state}" if opts.state else ""
     fleet = f"; {workers} worker processes" if workers > 1 else ""
     print(f"mockllm: serving {library_description(library)}{where}{fleet}", file=sys.stderr, flush=True)
+    if verbose and library is not None:
+        from mockllm.server.http.admin import library_listing
+
+        print(library_listing(library), file=sys.stderr, flush=True)
 
     def serve_here() -> int:
         engine = Engine(library, clock=opts.clock, max_conversations=max_conversations, idle_seconds=idle_seconds)
@@ -324,6 +329,7 @@ def serve_command(args: argparse.Namespace) -> int:
         idle_seconds=float(getattr(args, "idle_seconds", 3600.0)),
         watch=_watcher(paths, imported, float(getattr(args, "watch_interval", 0.5))) if watching else None,
         workers=int(getattr(args, "workers", 1) or 1),
+        verbose=bool(getattr(args, "verbose", False)),
     )
 
 

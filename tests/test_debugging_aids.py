@@ -122,6 +122,48 @@ def test_an_under_indented_block_line_is_reported_on_its_own_line() -> None:
     assert "indent it to column 9" in (d.hint or "")
 
 
+def test_serve_says_how_many_scenarios_from_how_many_files_and_lists_them_when_verbose(tmp_path: Path) -> None:
+    """Issue 34: every file of the library was named on one line; now they are counted, and ``--verbose``
+    lists each file's scenarios. stdout's first line stays the listening line."""
+    (tmp_path / "trip.mockllm").write_text(TRIP, encoding="utf-8")
+    (tmp_path / "more.mockllm").write_text('scenario "More":\n    step a:\n        reply:\n            text "x"\n')
+    for verbose in (False, True):
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mockllm",
+                "serve",
+                str(tmp_path),
+                "--port",
+                "0",
+                *(["--verbose"] if verbose else []),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            assert re.fullmatch(r"mockllm listening on http://127\.0\.0\.1:\d+\n", proc.stdout.readline())
+            line = proc.stderr.readline()
+            assert line.startswith("mockllm: serving 2 scenarios (3 steps) from 2 files; "), line
+            if verbose:
+                listed = [proc.stderr.readline().rstrip("\n") for _ in range(4)]
+                assert listed[0].endswith("more.mockllm: 1 scenario"), listed
+                assert listed[1].startswith('    scenario "More" (1 step) at ') and listed[1].endswith(
+                    "more.mockllm:1:1"
+                )
+                assert listed[2].endswith("trip.mockllm: 1 scenario")
+                assert listed[3].startswith('    scenario "Trip planner" (2 steps) at ')
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+
+
 def test_an_under_indented_first_reply_line_is_reported_on_its_own_line() -> None:
     """Issue 34: the first line of a reply two spaces in, its siblings four: the error named the next
     line ("unexpected indentation"); it names the line that is off and the column its siblings use."""

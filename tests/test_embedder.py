@@ -181,6 +181,35 @@ scenario "Bad":
     ]
 
 
+def test_a_step_naming_an_embedding_model_alone_is_warned_about() -> None:
+    """Issue 34: ``model is "text-embedding-3-large"`` alone never applies to embedding calls (they match
+    only steps naming `endpoint` or `input`): `check` says so and how to fix it; with `endpoint` it is
+    quiet, and a chat model is never warned about."""
+    text = """\
+scenario "Embeddings down":
+    step alone:
+        when:
+            model is "text-embedding-3-large"
+        reply:
+            error 503 "The embedding service is overloaded"
+    step with_endpoint:
+        when:
+            endpoint is "embeddings"
+            model is "text-embedding-3-large"
+        reply:
+            error 503 "The embedding service is overloaded"
+    step chat_model:
+        when:
+            model is "gpt-4o"
+        reply:
+            text "hi"
+"""
+    assert diagnostics_of(text) == [("warning", "embedding-model-on-chat", 4)]
+    library = load_text(text, file="s.mockllm")
+    (warning,) = [d for d in check(library) if d.code == "embedding-model-on-chat"]
+    assert 'add `endpoint is "embeddings"`' in (warning.hint or "")
+
+
 def request(operation: str = "chat", inputs: tuple[str, ...] = (), path: str = "/v1/embeddings") -> ChatRequest:
     messages = (Message("user", "hello"),) if operation == "chat" else ()
     return ChatRequest("openai", path, "m", False, messages, operation=operation, inputs=inputs)  # type: ignore[arg-type]

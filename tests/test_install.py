@@ -117,3 +117,16 @@ def test_every_data_file_of_a_package_is_installed() -> None:
                     missing.append(str(path.relative_to(ROOT)))
     assert "mockllm.server.state.redis" in setuptools["packages"] and "*.lua" in data["mockllm.server.state.redis"]
     assert missing == [], "files a fresh install would lack (pyproject.toml, [tool.setuptools.package-data])"
+
+
+def test_the_hypercorn_floor_is_the_release_whose_internals_the_server_uses() -> None:
+    """Issue 34: server/hosts/hypercorn_server.py passes TCPServer the lifespan ``state`` (Hypercorn 0.17
+    added it; 0.16's TCPServer takes no ``state`` and serving failed there): the declared floor says 0.17."""
+    import inspect
+
+    from hypercorn.asyncio.tcp_server import TCPServer
+
+    (spec,) = [d for d in PYPROJECT["project"]["dependencies"] if d.startswith("hypercorn")]
+    floor = tuple(int(part) for part in spec.split(">=")[1].split(",")[0].split("."))
+    assert floor >= (0, 17), spec
+    assert "state" in inspect.signature(TCPServer.__init__).parameters

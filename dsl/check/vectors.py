@@ -1,7 +1,9 @@
 """Checks of embedding and moderation replies: ``vector`` lines that hold numbers and agree on their
 length, ``flag`` categories that exist, and a warning for a step that answers with vectors or flags
 although no embedding or moderation request can reach it (those requests only match steps whose
-conditions name `endpoint` or `input`, so a chat scenario's steps are never used up by them)."""
+conditions name `endpoint` or `input`, so a chat scenario's steps are never used up by them), and
+one for a step that names an embedding model (``model is "text-embedding-3-small"``) without
+`endpoint` or `input`: the rule makes it never apply to the embedding calls it was written for."""
 
 from __future__ import annotations
 
@@ -57,12 +59,34 @@ def check_input_elements(r: Reporter, elements: Sequence[ReplyElement], file: st
                     )
 
 
+def _embedding_model(c: Condition) -> str | None:
+    """The embedding model a `model` condition names (every provider's embedding models say "embed":
+    text-embedding-3-small, embed-v4.0, nomic-embed-text, mistral-embed, gemini-embedding-001,
+    amazon.titan-embed-text-v2:0), else None."""
+    if c.subject.kind != "model" or c.predicate.op == "is_not" or not isinstance(c.predicate.value, str):
+        return None
+    return c.predicate.value if "embed" in c.predicate.value.lower() else None
+
+
 def check_reaches_inputs(
     r: Reporter, elements: Sequence[ReplyElement], conditions: Sequence[Condition], file: str
 ) -> None:
-    """Warn when a step answers with vectors or flags but names neither `endpoint` nor `input`."""
+    """Warn when a step answers with vectors or flags, or names an embedding model, but names neither
+    `endpoint` nor `input`."""
+    if any(c.subject.kind in ("endpoint", "input") for c in conditions):
+        return
     el = next((e for e in elements if isinstance(e, Vector | VectorsFrom | Flag)), None)
-    if el is None or any(c.subject.kind in ("endpoint", "input") for c in conditions):
+    if el is None:
+        named = next(((c, m) for c in conditions if (m := _embedding_model(c)) is not None), None)
+        if named is not None:
+            condition, model = named
+            r.warn(
+                "embedding-model-on-chat",
+                f'this step names the embedding model "{model}", but embedding requests never match it',
+                r.at(condition.span, file),
+                hint="embedding requests match only steps whose conditions name `endpoint` or `input`; "
+                'add `endpoint is "embeddings"`',
+            )
         return
     what, noun = ("flags", "moderation") if isinstance(el, Flag) else ("vectors", "embedding")
     r.warn(

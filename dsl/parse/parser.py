@@ -61,7 +61,6 @@ class ScriptIndentError(MockllmError, LarkError):
         self.hint = hint
 
 
-
 class MockIndenter(Indenter):
     """Python-style indentation: spaces only, any consistent depth, newlines inside {} and [] ignored.
 

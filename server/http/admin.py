@@ -206,7 +206,10 @@ def library_description(library: CompiledLibrary | None) -> str:
         return "no scenarios loaded: the echo responder answers every request"
     count = len(library.machines)
     steps = library.step_count()
-    files = ", ".join(library.files) if library.files else "code"
+    if len(library.files) > 1:
+        files = f"{len(library.files)} files"  # `mockllm serve --verbose` lists them, scenario by scenario
+    else:
+        files = library.files[0] if library.files else "code"
     text = f"{count} scenario{'s' if count != 1 else ''} ({steps} step{'s' if steps != 1 else ''}) from {files}"
     if library.fallback is not None:
         where = library.fallback_span.location()
@@ -214,6 +217,19 @@ def library_description(library: CompiledLibrary | None) -> str:
     else:
         text += "; when no step matches, the answer is a 404 with the no-match report"
     return text + ". Steps are used up per conversation until POST /_mockllm/reset"
+
+
+def library_listing(library: CompiledLibrary) -> str:
+    """``mockllm serve --verbose``'s list: each file with the number of its scenarios, then each scenario
+    with its steps and where it is, one per line."""
+    lines: list[str] = []
+    for file in library.files or ("code",):
+        machines = [m for m in library.machines if (m.file or "code") == file]
+        lines.append(f"  {file}: {len(machines)} scenario{'s' if len(machines) != 1 else ''}")
+        for m in sorted(machines, key=lambda m: m.load_order):
+            steps = len(m.steps)
+            lines.append(f'    scenario "{m.name}" ({steps} step{"s" if steps != 1 else ""}) at {m.span.location()}')
+    return "\n".join(lines)
 
 
 def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mount:

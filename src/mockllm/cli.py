@@ -460,6 +460,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="reload the library when its files change; a broken edit keeps the previous library serving",
     )
     p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="at start-up, list every file of the library and its scenarios (by default: how many from how many files)",
+    )
+    p.add_argument(
         "--watch-interval",
         type=_seconds,
         default=0.5,
