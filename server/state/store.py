@@ -94,5 +94,21 @@ class StateStore:
     async def verify(self) -> dict[str, Any]:
         return self.engine.verify()
 
+    async def verdict(self) -> dict[str, Any]:
+        """What ``GET /_mockllm/verify`` answers (and ``MockServer.verify``, in the same process):
+        :meth:`verify`, with the posts a process serves without, which make it not ok."""
+        return _verdict(await self.verify(), await self.not_loaded())
+
+    def verdict_here(self) -> dict[str, Any]:
+        """:meth:`verdict` of the engine's own tables, read on the calling thread as
+        ``MockServer.restore`` resets them (the pytest fixture asks after every test: no hop to the
+        server's loop). Only for the store in memory: a shared store's state is elsewhere."""
+        return _verdict(self.engine.verify(), [])
+
     async def close(self) -> None:
         """Release connections (nothing to release in memory)."""
+
+
+def _verdict(report: dict[str, Any], not_loaded: list[dict[str, Any]]) -> dict[str, Any]:
+    # a server serving without a post: its requests go astray, so the verdict is not ok
+    return {**report, "ok": report["ok"] and not not_loaded, "not_loaded": not_loaded}

@@ -520,8 +520,16 @@ class MockServer:
         return [ConversationRecord.from_json(c) for c in self._get("/conversations")]
 
     def verify(self) -> Verification:
-        """Unmatched requests, failed expectations and unused steps since the last reset."""
-        return Verification.from_json(self._get("/verify"))
+        """Unmatched requests, failed expectations and unused steps since the last reset: what
+        ``GET /_mockllm/verify`` answers, asked of the server in this process without a round trip
+        (the pytest fixture asks after every test)."""
+        background = self._background()
+        store = background.store
+        if self.options.state:  # shared: asked on the server's loop, where its connections live
+            report = background.run(store.verdict)
+        else:  # in memory: the engine's tables, read here as restore() resets them
+            report = store.verdict_here()
+        return Verification.from_json(json.loads(json.dumps(report, default=str)))  # as the admin API sends it
 
     def scenarios(self) -> list[dict[str, Any]]:
         """The loaded scenarios (``GET /_mockllm/scenarios``), in selection order."""
