@@ -8,10 +8,12 @@ state machines never see another test's progress."""
 from __future__ import annotations
 
 import ast
+import io
 import json
 import re
 import time
 import uuid
+import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ import ollama
 import openai
 import pytest
 import sdk_clients
+from audio_judge import probe
 from google import genai
 from google.genai import types as gtypes
 from mistralai.client import Mistral
@@ -95,7 +98,7 @@ def mistral_client(url: str) -> Mistral:
 
 def journal(url: str, conversation: str) -> list[dict[str, Any]]:
     """The server's record of one conversation's requests, oldest first."""
-    body = httpx.get(url + "/_mockllm/requests").json()
+    body = httpx.get(url + "/_mockllm/requests", params={"limit": 1000}).json()  # (the module's requests: over a page)
     entries: list[dict[str, Any]] = body["requests"] if isinstance(body, dict) else body
     return [e for e in entries if e.get("conversation") == conversation]
 
@@ -1074,3 +1077,49 @@ def test_cookbook_self_contained_snippets_run(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.chdir(ROOT)
     for block in runnable:
         exec(compile(block, "docs/cookbook.md", "exec"), {"__name__": "cookbook"})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# voice_agent.mockllm — listen, call a tool, answer, speak
+
+
+def recording() -> bytes:
+    """The user's voice note: a WAV mockllm did not make (a second of faint noise at 16 kHz)."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(bytes(range(256)) * 125)
+    return out.getvalue()
+
+
+def test_voice_agent_listens_calls_a_tool_answers_and_speaks(url: str) -> None:
+    conversation = uuid.uuid4().hex
+    c = openai_client(url, conversation)
+    heard = c.audio.transcriptions.create(model="whisper-1", file=("request.wav", recording()))
+    assert heard.text == "Book a table for two at seven tonight."
+
+    tools = openai_tools("book_table")
+    messages: list[Any] = [{"role": "user", "content": heard.text}]
+    choice, _ = openai_turn(c, False, messages=messages, tools=tools)
+    (call,) = choice.message.tool_calls
+    assert json.loads(call.function.arguments) == {"party": 2, "time": "19:00"}
+    messages += [assistant_message(choice), {"role": "tool", "tool_call_id": call.id, "content": "confirmed: table 12"}]
+    answer, _ = openai_turn(c, False, messages=messages, tools=tools)
+    assert answer.message.content == "Your table for two at seven is booked."
+
+    spoken = c.audio.speech.create(model="tts-1", voice="alloy", input=answer.message.content, response_format="mp3")
+    assert probe(spoken.content, "mp3")[2] == pytest.approx(3.0, abs=0.05)  # `audio 3s`, judged by ffprobe
+    again = c.audio.transcriptions.create(model="whisper-1", file=("answer.mp3", spoken.content))
+    assert again.text == "Your table for two at seven is booked."  # the audio carries what it says
+
+    entries = journal(url, conversation)
+    assert [e["matched"]["step"] if e["matched"] else None for e in entries] == [
+        "hear",
+        "book",
+        "confirm",
+        "speak",
+        None,
+    ]
+    assert entries[0]["attachments"] == [{"kind": "audio", "media_type": "audio/wav", "size": len(recording())}]

@@ -11,10 +11,21 @@ from typing import Any
 
 from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.parts import from_base64
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import anthropic_message_id, anthropic_request_id
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
-from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
+from mockllm.runtime.request import (
+    Attachment,
+    AttachmentKind,
+    ChatRequest,
+    HttpRequest,
+    Message,
+    Provider,
+    Tool,
+    ToolCall,
+    ToolResult,
+)
 
 ROLES = ("user", "assistant", "system")
 
@@ -66,6 +77,7 @@ def _turn(role: str, content: Any, path: common.FieldPath, call_names: dict[str,
     texts: list[str] = []
     calls: list[ToolCall] = []
     results: list[ToolResult] = []
+    attached: list[Attachment] = []
     other = False
     for at, block in common.objects(content, path):
         kind = common.require_str(block, "type", at)
@@ -88,7 +100,24 @@ def _turn(role: str, content: Any, path: common.FieldPath, call_names: dict[str,
             results.append(ToolResult(use_id, call_names.get(use_id), text, is_error))
         else:  # image, document, thinking, redacted_thinking, server tool blocks...: no text
             other = True
-    return common.WireTurn("\n".join(texts), bool(texts) or other or not results, tuple(calls), tuple(results))
+            if kind in ("image", "document"):
+                attached.append(_attachment(kind, block.get("source")))
+    has_text = bool(texts) or other or not results
+    return common.WireTurn("\n".join(texts), has_text, tuple(calls), tuple(results), tuple(attached))
+
+
+def _attachment(kind: str, source: Any) -> Attachment:
+    """An ``image`` or ``document`` block: base64 data with its media type, else a URL or file id."""
+    default: AttachmentKind = "image" if kind == "image" else "file"
+    if not isinstance(source, dict):
+        return Attachment(default)
+    media = source.get("media_type")
+    data = source.get("data")
+    if source.get("type") == "base64" and isinstance(data, str):
+        return from_base64(data, default, media if isinstance(media, str) else "")
+    if source.get("type") == "text" and isinstance(data, str):
+        return Attachment("file", media if isinstance(media, str) else "text/plain", len(data.encode()))
+    return Attachment(default, media if isinstance(media, str) else "")
 
 
 def _tools(value: list[Any], path: common.FieldPath) -> tuple[Tool, ...]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.openai_chat import content_attachments
 from mockllm.runtime.reply.ids import hex_id
 from mockllm.runtime.reply.plan import FinishReason, MessagePlan, PlannedToolCall
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
@@ -120,7 +121,9 @@ def _messages(raw: list[Any], path: common.FieldPath) -> tuple[list[Message], li
             system.append(text)
             messages.append(Message("system", text, index=i))
         elif role == "user":
-            messages.append(Message("user", _part_text(common.require(obj, "content", at), at.key("content")), index=i))
+            content = common.require(obj, "content", at)
+            attached = content_attachments(content)
+            messages.append(Message("user", _part_text(content, at.key("content")), index=i, attachments=attached))
         elif role == "assistant":
             text = _part_text(obj.get("content"), at.key("content"), nullable=True)
             plan = common.optional_str(obj, "tool_plan", at)

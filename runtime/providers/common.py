@@ -19,7 +19,7 @@ import attrs
 from mockllm.dsl.jsontext import lone_surrogate, replace_lone_surrogates
 from mockllm.runtime.jsonout import compact_encoder
 from mockllm.runtime.providers.base import Frame, ProviderError, Rendered
-from mockllm.runtime.request import Message, ToolCall, ToolResult
+from mockllm.runtime.request import Attachment, Message, ToolCall, ToolResult
 from mockllm.runtime.values import fast_frozen
 
 JSON_MEDIA = "application/json"
@@ -514,6 +514,7 @@ class WireTurn:
     has_text: bool  # a user turn of tool results only has no user message besides them
     calls: tuple[ToolCall, ...] = ()
     results: tuple[ToolResult, ...] = ()
+    attachments: tuple[Attachment, ...] = ()  # its image, document and audio blocks
 
     def messages(self, role: str, index: int) -> list[Message]:
         """The turn as provider-neutral messages: one assistant message, or the tool results (one
@@ -522,7 +523,7 @@ class WireTurn:
             return [Message("assistant", self.text, tool_calls=self.calls, index=index)]
         out = [Message("tool", r.content, tool_result=r, index=index) for r in self.results]
         if self.has_text:
-            out.append(Message("user", self.text, index=index))
+            out.append(Message("user", self.text, index=index, attachments=self.attachments))
         return out
 
 

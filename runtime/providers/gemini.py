@@ -16,10 +16,21 @@ import attrs
 
 from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.gemini_media import media_parts
+from mockllm.runtime.providers.parts import from_base64, kind_of
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import gemini_response_id
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
-from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
+from mockllm.runtime.request import (
+    Attachment,
+    ChatRequest,
+    HttpRequest,
+    Message,
+    Provider,
+    Tool,
+    ToolCall,
+    ToolResult,
+)
 from mockllm.runtime.values import fast_frozen
 
 __all__ = ["GeminiAdapter", "count_tokens", "json_schema", "models_response", "status_name"]
@@ -192,6 +203,7 @@ def _messages(contents: list[Any]) -> tuple[Message, ...]:
         texts: list[str] = []
         calls: list[ToolCall] = []
         results: list[ToolResult] = []
+        attached: list[Attachment] = []
         answered = messages[-1].tool_calls if messages and messages[-1].role == "assistant" else ()
         for j, raw_part in enumerate(parts):
             pwhere = f"{where}.parts[{j}]"
@@ -203,6 +215,11 @@ def _messages(contents: list[Any]) -> tuple[Message, ...]:
                 calls.append(_function_call(call, f"{pwhere}.functionCall"))
             if (response := _get(part, "functionResponse")) is not None:
                 results.append(_function_response(response, f"{pwhere}.functionResponse", answered))
+            if (inline := _get(part, "inlineData")) is not None:
+                attached.append(_inline(inline, f"{pwhere}.inlineData"))
+            if (file := _get(part, "fileData")) is not None:
+                media = _get(FIELDS.obj(file, f"{pwhere}.fileData"), "mimeType")
+                attached.append(Attachment(kind_of(str(media or "")), str(media or ""), 0))
         if role == "model":
             if previous_role == "model" and messages and messages[-1].role == "assistant":
                 last = messages[-1]  # a streamed turn comes back as one Content per chunk
@@ -213,10 +230,20 @@ def _messages(contents: list[Any]) -> tuple[Message, ...]:
                 messages.append(Message(role="assistant", text="".join(texts), tool_calls=tuple(calls), index=i))
         else:
             messages.extend(Message(role="tool", tool_result=r, index=i) for r in results)
-            if texts or not results:
-                messages.append(Message(role="user", text="\n".join(texts), index=i))
+            if texts or attached or not results:
+                messages.append(Message(role="user", text="\n".join(texts), index=i, attachments=tuple(attached)))
         previous_role = role
     return tuple(messages)
+
+
+def _inline(value: Any, where: str) -> Attachment:
+    """An ``inlineData`` part: its media type and the size of its base64 data."""
+    inline = FIELDS.obj(value, where)
+    data = _get(inline, "data")
+    if not isinstance(data, str):
+        raise FIELDS.bad(f"* GenerateContentRequest.{where}.data: expected base64 bytes")
+    media = _get(inline, "mimeType")
+    return from_base64(data, "file", media if isinstance(media, str) else "")
 
 
 _TYPES = {"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
@@ -355,9 +382,11 @@ class GeminiAdapter(BaseAdapter):
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         if chat.stream:
-            framer = _Framer(plan, ctx, self.answer)
+            framer = _Framer(plan, ctx, self.answer, media_parts(plan, chat))
             return Rendered(200, _SSE, headers=_STREAM_HEADERS, frames=events.stream_frames(plan, framer))
-        parts = _thought_parts(plan) + (_answer_parts(plan) or [{"text": ""}])
+        media, instead = media_parts(plan, chat)
+        answer = [p for p in _answer_parts(plan) if not (instead and "text" in p)] + media
+        parts = _thought_parts(plan) + (answer or [{"text": ""}])
         return Rendered(200, _JSON, body=common.json_bytes(self.answer(_chunk(plan, ctx, parts, final=True), ctx)))
 
     def answer(self, response: dict[str, Any], ctx: RenderContext) -> dict[str, Any]:
@@ -456,7 +485,14 @@ class _Framer:
     models end a function-call answer with such an empty chunk too, as the real API does; every chunk
     carries usage with the candidates count so far. Calls are sent whole."""
 
-    def __init__(self, plan: MessagePlan, ctx: RenderContext, shape: Answer) -> None:
+    def __init__(
+        self,
+        plan: MessagePlan,
+        ctx: RenderContext,
+        shape: Answer,
+        media: tuple[list[dict[str, Any]], bool] = ([], False),
+    ) -> None:
+        self.media = media  # inlineData parts sent last, and whether they replace the text
         self.plan = plan
         self.ctx = ctx
         self.shape = shape  # the adapter's ``answer``
@@ -479,6 +515,9 @@ class _Framer:
 
     def _frames(self) -> list[Frame]:
         plan, answer = self.plan, self.answer
+        media, instead = self.media
+        if media:
+            answer = [p for p in answer if not (instead and "text" in p)] + media
         parts = [(part, True) for part in self.thoughts + answer]
         if not answer or (plan.model.startswith(_GEMINI_3) and "functionCall" in answer[-1]):
             parts.append(({"text": ""}, False))

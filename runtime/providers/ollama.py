@@ -15,8 +15,19 @@ from typing import Any
 
 from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.parts import base64_size
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
-from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Role, Tool, ToolCall, ToolResult
+from mockllm.runtime.request import (
+    Attachment,
+    ChatRequest,
+    HttpRequest,
+    Message,
+    Provider,
+    Role,
+    Tool,
+    ToolCall,
+    ToolResult,
+)
 
 __all__ = ["VERSION", "OllamaAdapter", "rfc3339", "tags_response", "version_response"]
 
@@ -121,8 +132,31 @@ def _messages(value: Any) -> tuple[tuple[Message, ...], str]:
             result = ToolResult(call_id=call_id, name=name, content=text)
             messages.append(Message(role="tool", tool_result=result, index=i))
         else:
-            messages.append(Message(role=role, text=text, index=i))
+            messages.append(Message(role=role, text=text, index=i, attachments=_images(message, where)))
     return tuple(messages), "\n".join(system)
+
+
+def _images(message: dict[str, Any], where: str) -> tuple[Attachment, ...]:
+    """A message's ``images``: bare base64 strings (no ``data:`` prefix), each an image attachment."""
+    images = message.get("images")
+    if images is None:
+        return ()
+    if not isinstance(images, list) or not all(isinstance(i, str) for i in images):
+        raise FIELDS.bad(f"invalid request: {where}.images must be an array of base64 strings")
+    return tuple(Attachment("image", _image_type(i), base64_size(i)) for i in images)
+
+
+def _image_type(data: str) -> str:
+    """The media type base64 image data starts with (PNG, JPEG, GIF, WebP), as Ollama sniffs it."""
+    for prefix, media in (
+        ("iVBOR", "image/png"),
+        ("/9j/", "image/jpeg"),
+        ("R0lG", "image/gif"),
+        ("UklG", "image/webp"),
+    ):
+        if data.startswith(prefix):
+            return media
+    return "image/*"
 
 
 def _tools(value: Any) -> tuple[Tool, ...]:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from json.encoder import encode_basestring  # the string encoder json_text's encoder writes strings with
 from typing import Any, Generic, TypeVar
 
-from mockllm.runtime.providers import events
+from mockllm.runtime.providers import events, parts
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
     JSON_MEDIA,
@@ -44,7 +44,7 @@ from mockllm.runtime.providers.common import (
 )
 from mockllm.runtime.reply.ids import chat_completion_id
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
-from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
+from mockllm.runtime.request import Attachment, ChatRequest, HttpRequest, Message, Provider, Tool, ToolCall, ToolResult
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 SYSTEM_FINGERPRINT = "fp_mockllm"
@@ -88,6 +88,40 @@ def _content_text(value: Any, path: FieldPath, *, nullable: bool) -> str:
         if kind == "text":
             texts.append(require_str(part, "text", at))
     return "\n".join(texts)
+
+
+def content_attachments(value: Any) -> tuple[Attachment, ...]:
+    """The images, audio and files of a message's content parts: OpenAI's ``image_url``
+    (``{"url": …}``), ``input_audio`` (``{"data", "format"}``) and ``file`` (``{"file_data"}`` or
+    ``{"file_id"}``) parts, and Mistral's and Cohere's spellings of them (``image_url`` and
+    ``input_audio`` as bare strings, ``document_url``)."""
+    if not isinstance(value, list):
+        return ()
+    found: list[Attachment] = []
+    for part in value:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "image_url":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else image
+            found.append(parts.from_url(url if isinstance(url, str) else "", "image"))
+        elif kind == "input_audio":
+            audio = part.get("input_audio")
+            if isinstance(audio, dict):
+                fmt = audio.get("format")
+                data = audio.get("data")
+                media = f"audio/{fmt}" if isinstance(fmt, str) and fmt else "audio/*"
+                found.append(parts.from_base64(data if isinstance(data, str) else "", "audio", media))
+            else:
+                found.append(parts.from_base64(audio if isinstance(audio, str) else "", "audio", "audio/*"))
+        elif kind == "file":
+            file = part.get("file")
+            data = file.get("file_data") if isinstance(file, dict) else None
+            found.append(parts.from_url(data, "file") if isinstance(data, str) else Attachment("file"))
+        elif kind == "document_url":
+            found.append(Attachment("file"))
+    return tuple(found)
 
 
 def _tool_calls(value: list[Any], path: FieldPath, object_arguments: bool = False) -> tuple[ToolCall, ...]:
@@ -159,7 +193,7 @@ def _messages(
         elif role == "user":
             require(obj, "content", at)
             text = content if isinstance(content, str) else _content_text(content, at.key("content"), nullable=False)
-            messages.append(Message("user", text, index=i))
+            messages.append(Message("user", text, index=i, attachments=content_attachments(content)))
         elif role == "assistant":
             text = _content_text(content, at.key("content"), nullable=True)
             raw_calls = optional_list(obj, "tool_calls", at)

@@ -19,10 +19,12 @@ import attrs
 from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.openai_chat import obfuscation, reply_headers, wants_obfuscation
+from mockllm.runtime.providers.parts import from_base64, from_url
 from mockllm.runtime.reply import tokens
 from mockllm.runtime.reply.ids import hex_id
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import (
+    Attachment,
     ChatRequest,
     HttpRequest,
     Message,
@@ -147,6 +149,28 @@ def _content_text(content: Any, param: str, allow_refusal: bool = True) -> str:
     return "\n".join(texts)
 
 
+def _attachments(content: Any) -> tuple[Attachment, ...]:
+    """The ``input_image``, ``input_audio`` and ``input_file`` parts of a message's content."""
+    if not isinstance(content, list):
+        return ()
+    found: list[Attachment] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "input_image":
+            url = part.get("image_url")
+            found.append(from_url(url, "image") if isinstance(url, str) else Attachment("image"))
+        elif kind == "input_file":
+            data = part.get("file_data")
+            found.append(from_url(data, "file") if isinstance(data, str) else Attachment("file"))
+        elif kind == "input_audio":
+            audio = part.get("input_audio")
+            data = audio.get("data") if isinstance(audio, dict) else None
+            fmt = audio.get("format") if isinstance(audio, dict) else None
+            media = f"audio/{fmt}" if isinstance(fmt, str) else "audio/*"
+            found.append(from_base64(data, "audio", media) if isinstance(data, str) else Attachment("audio"))
+    return tuple(found)
+
+
 @fast_frozen
 class _Parsed:
     messages: tuple[Message, ...]
@@ -189,7 +213,7 @@ def _parse_input(value: Any) -> _Parsed:
             text = _content_text(item["content"], f"{where}.content")
             if role == "system":
                 system.append(text)
-            messages.append(Message(role=role, text=text, index=i))
+            messages.append(Message(role=role, text=text, index=i, attachments=_attachments(item["content"])))
         elif kind == "function_call":
             call_id = FIELDS.req_str(item, "call_id", where)
             name = FIELDS.req_str(item, "name", where)

@@ -357,6 +357,11 @@ def _resolve(block: nodes.ReplyBlock, chat: ChatRequest | None, env: Mapping[str
             shaping.hang = True
         elif isinstance(el, nodes.InterleaveCalls):
             fields["interleave_calls"] = True
+        elif isinstance(el, nodes.Audio):  # speech, and Gemini's audio answers
+            fields["audio"] = el.data
+            fields["audio_seconds"] = el.length.seconds if el.length is not None else None
+        elif isinstance(el, nodes.Image) and el.data is not None:  # images, and Gemini's pictures
+            fields["images"] = (*fields.get("images", ()), el.data)
         elif isinstance(el, nodes.Result):
             fields["results"] = (*fields.get("results", ()), (render_json(el.value, env), el.is_error))
         elif isinstance(el, nodes.Echo) and chat is not None:

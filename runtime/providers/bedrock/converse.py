@@ -30,8 +30,9 @@ from mockllm.runtime.providers.common import (
     require_str,
     wire_turns,
 )
+from mockllm.runtime.providers.parts import base64_size
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
-from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Tool, ToolCall, ToolResult
+from mockllm.runtime.request import Attachment, ChatRequest, HttpRequest, Message, Tool, ToolCall, ToolResult
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -73,6 +74,7 @@ def _turn(role: str, content: list[Any], path: FieldPath, names: dict[str, str])
     texts: list[str] = []
     calls: list[ToolCall] = []
     results: list[ToolResult] = []
+    attached: list[Attachment] = []
     other = False
     for at, block in objects(content, path):
         if "text" in block:
@@ -98,7 +100,36 @@ def _turn(role: str, content: list[Any], path: FieldPath, names: dict[str, str])
             results.append(ToolResult(use_id, names.get(use_id), text, status == "error"))
         else:  # image, document, video, reasoningContent, cachePoint, guardContent …: no text
             other = True
-    return WireTurn("\n".join(texts), bool(texts) or other or not results, tuple(calls), tuple(results))
+            media = next((k for k in ("image", "document", "audio", "video") if k in block), None)
+            if media is not None:
+                attached.append(_attachment(media, block[media]))
+    has_text = bool(texts) or other or not results
+    return WireTurn("\n".join(texts), has_text, tuple(calls), tuple(results), tuple(attached))
+
+
+_DOCUMENT_TYPES = {
+    "pdf": "application/pdf",
+    "csv": "text/csv",
+    "html": "text/html",
+    "txt": "text/plain",
+    "md": "text/markdown",
+}
+
+
+def _attachment(kind: str, block: Any) -> Attachment:
+    """An ``image``, ``document``, ``audio`` or ``video`` block: its format as a media type, and the size of
+    its ``source.bytes`` (base64 in the JSON botocore sends; 0 for an S3 location)."""
+    fmt = block.get("format") if isinstance(block, dict) else None
+    fmt = fmt if isinstance(fmt, str) else ""
+    source = block.get("source") if isinstance(block, dict) else None
+    data = source.get("bytes") if isinstance(source, dict) else None
+    size = base64_size(data) if isinstance(data, str) else 0
+    if kind == "image":
+        return Attachment("image", f"image/{fmt}" if fmt else "", size)
+    if kind == "audio":
+        return Attachment("audio", f"audio/{fmt}" if fmt else "", size)
+    media = _DOCUMENT_TYPES.get(fmt, f"application/{fmt}" if fmt else "") if kind == "document" else f"video/{fmt}"
+    return Attachment("file", media, size)
 
 
 def _system(value: list[Any], path: FieldPath) -> str:
