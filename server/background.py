@@ -105,6 +105,9 @@ class BackgroundServer:
                 await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
             finally:
                 await server_state(app).store.close()
+                passthrough = server_state(app).passthrough
+                if passthrough is not None:
+                    await passthrough.aclose()
 
         try:
             asyncio.run(main())

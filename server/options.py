@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import attrs
 
 from mockllm.runtime.clock import Clock, SystemClock
 from mockllm.server.http.body_deadline import DEFAULT_BODY_TIMEOUT_S
 from mockllm.server.state.poll_window import DEFAULT_POLL_S
+
+if TYPE_CHECKING:
+    from mockllm.server.passthrough.passthrough import PassthroughOptions
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -46,5 +50,7 @@ class ServerOptions:
     # How long a request waiting for the shared store's answer polls before its process may sleep
     # (server/state/poll_window.py; 0: never); `mockllm serve --state-poll MICROSECONDS`
     state_poll_s: float = DEFAULT_POLL_S
+    # `--passthrough` / `--record-missing`: where unmatched requests are forwarded and written (server/passthrough/)
+    passthrough: PassthroughOptions | None = None
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
     clock: Clock = attrs.field(factory=SystemClock, eq=False)

@@ -25,6 +25,7 @@ from mockllm.server.options import (
     DEFAULT_SHUTDOWN_GRACE_S,
     ServerOptions,
 )
+from mockllm.server.passthrough.arguments import passthrough_options
 from mockllm.server.state.poll_window import DEFAULT_POLL_S
 
 if TYPE_CHECKING:
@@ -164,6 +165,8 @@ def run(
                     with contextlib.suppress(asyncio.CancelledError):
                         await watcher
                 await state.store.close()
+                if state.passthrough is not None:
+                    await state.passthrough.aclose()
 
         return run_until_interrupted(main, sock, factory)
 
@@ -317,6 +320,7 @@ def serve_command(args: argparse.Namespace) -> int:
         hang_limit_s=float(getattr(args, "hang_limit", DEFAULT_HANG_LIMIT_S)),
         shutdown_grace_s=float(getattr(args, "shutdown_grace", DEFAULT_SHUTDOWN_GRACE_S)),
         scenario_base=os.path.abspath(base) if base is not None else scenario_base(paths),
+        passthrough=passthrough_options(args),
     )
     return run(
         library,

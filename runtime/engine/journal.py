@@ -67,6 +67,8 @@ class Delivery:
     client_gone: bool = False
     note: str | None = None
     reply: str | None = None  # the body the client was sent (a stream's frames joined), cut to REPLY_CHARS
+    passed_through: bool = False  # answered by the real API (`mockllm serve --passthrough`), not a step
+    recorded: str | None = None  # the script file the passed-through exchange was written into
 
 
 @attrs.define
@@ -135,8 +137,19 @@ class JournalEntry:
         return "nobody"
 
     @property
+    def passed_through(self) -> bool:
+        """Answered by the real API: no step matched, and ``--passthrough`` forwarded the request."""
+        return self.delivery is not None and self.delivery.passed_through
+
+    @property
+    def recorded(self) -> str | None:
+        """The script file the passed-through exchange was written into (``--record-missing``)."""
+        return self.delivery.recorded if self.delivery is not None else None
+
+    @property
     def unmatched(self) -> bool:
-        return self.no_match is not None and not self.fallback
+        """No step answered and nothing else did: not the fallback, not the real API."""
+        return self.no_match is not None and not self.fallback and not self.passed_through
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> JournalEntry:
@@ -165,11 +178,7 @@ class JournalEntry:
             body_bytes=data.get("body_bytes"),
             body_truncated=bool(data.get("body_truncated", False)),
             rejected=data.get("rejected"),
-            delivery=(
-                Delivery(int(data.get("status", 0)), client_gone=bool(data.get("client_gone")), reply=data.get("reply"))
-                if data.get("client_gone") or data.get("reply") is not None
-                else None
-            ),
+            delivery=_delivery_from_json(data),
             attachments=tuple(
                 (str(a.get("kind", "")), str(a.get("media_type", "")), int(a.get("size", 0)))
                 for a in data.get("attachments") or ()
@@ -205,6 +214,8 @@ class JournalEntry:
             "rejected": self.rejected,
             "attachments": [{"kind": k, "media_type": m, "size": n} for k, m, n in self.attachments],
             "reply": self.reply,
+            "passed_through": self.passed_through,
+            "recorded": self.recorded,
         }
 
     def to_json_text(self) -> str:
@@ -248,7 +259,8 @@ class JournalEntry:
             f'"note":{_text(self.note)},"response_id":{_text(self.response_id)},"body":{body},'
             f'"body_bytes":{"null" if body_bytes is None else int(body_bytes)},'
             f'"body_truncated":{_TRUTH[bool(self.body_truncated)]},'
-            f'"rejected":{_text(self.rejected)},"attachments":{self._attachments_text()},"reply":{_text(self.reply)}}}'
+            f'"rejected":{_text(self.rejected)},"attachments":{self._attachments_text()},"reply":{_text(self.reply)},'
+            f'"passed_through":{_TRUTH[self.passed_through]},"recorded":{_text(self.recorded)}}}'
         )
 
     def _attachments_text(self) -> str:
@@ -278,6 +290,23 @@ class JournalEntry:
 
 
 REPLY_CHARS = 16 * 1024  # the most of a reply body an entry keeps
+def _delivery_from_json(data: Mapping[str, Any]) -> Delivery | None:
+    """The delivery as far as the JSON form tells it: a client that left, the reply sent, an answer
+    from the real API."""
+    passed = bool(data.get("passed_through", False))
+    reply = data.get("reply")
+    if not data.get("client_gone") and not passed and reply is None:
+        return None
+    recorded = data.get("recorded")
+    return Delivery(
+        int(data.get("status", 0)),
+        client_gone=bool(data.get("client_gone")),
+        reply=reply,
+        passed_through=passed,
+        recorded=str(recorded) if recorded is not None else None,
+    )
+
+
 ENTRY_ALLOWANCE = 1024  # bytes counted per entry besides its body: the fields and a no-match report
 DEFAULT_ENTRY_BODY_BYTES = 64 * 1024
 DEFAULT_TOTAL_BYTES = 32 * 1024 * 1024

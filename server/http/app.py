@@ -37,6 +37,7 @@ from mockllm.server.http.streaming import DRAIN_CAP, Channel
 from mockllm.server.mcp.http import mcp_routes
 from mockllm.server.media.images import image_routes
 from mockllm.server.options import ServerOptions
+from mockllm.server.passthrough import passthrough_for
 from mockllm.server.shutdown import Shutdown
 from mockllm.server.state.opening import open_store
 from mockllm.server.state.store import StateStore
@@ -74,6 +75,7 @@ class ServerState:
         self._ids = itertools.count(1)
         self.shutdown = Shutdown(options.sleep)
         self.body_deadline = BodyDeadline(options.body_timeout_s)
+        self.passthrough = passthrough_for(options.passthrough)
 
     @property
     def closing(self) -> asyncio.Event:
@@ -290,11 +292,11 @@ class ProviderEndpoint:
             if gmethod_name is not None:  # `{model}:METHOD`
                 operation = registry.entry(provider).model_methods.get(gmethod_name)
             if handler == "chat" or operation == "chat":
-                await self._chat(http, adapter, channel, track, arrived)
+                await self._chat(http, adapter, channel, track, arrived, scope)
             elif handler == "inputs" or operation == "inputs":
                 route = self.spec.inputs_for(provider) or f"{provider}.{gmethod_name}"
                 inputs = InputsAdapter(adapter, *route_functions(route))
-                await self._chat(http, inputs, channel, track, arrived)
+                await self._chat(http, inputs, channel, track, arrived, scope)
             else:
                 await self._other(http, provider, adapter, channel)
         except ClientGone:
@@ -316,7 +318,7 @@ class ProviderEndpoint:
             await channel.close()
 
     async def _chat(
-        self, http: HttpRequest, adapter: Adapter, channel: Channel, track: list[int], arrived: float
+        self, http: HttpRequest, adapter: Adapter, channel: Channel, track: list[int], arrived: float, scope: Scope
     ) -> None:
         state = self.state
         if not state.options.no_auth:
@@ -361,6 +363,9 @@ class ProviderEndpoint:
             track.clear()
             self._finish(entry, delivery)
 
+        if state.passthrough is not None and state.passthrough.wants(outcome, chat, state.engine.library is None):
+            await state.passthrough.answer(scope, http, adapter.provider, channel, ctx, record)
+            return
         options = state.options
         await deliver(
             outcome,

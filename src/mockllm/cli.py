@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TextIO, TypeVar
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.errors import FileError, MockllmError, UsageError
 from mockllm.server.hosts.table import DEFAULT_HOST, HOST_NAMES
+from mockllm.server.passthrough.arguments import passthrough_arguments
 from mockllm.server.state.poll_window import DEFAULT_POLL_S, MAX_POLL_S
 
 if TYPE_CHECKING:
@@ -492,6 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help=f"evict a conversation idle this long (default: {DEFAULT_IDLE_SECONDS:g})",
     )
+    passthrough_arguments(p)
 
     p = command(
         "explain",
