@@ -313,6 +313,17 @@ class MockServer:
     def running(self) -> bool:
         return self._server is not None
 
+    def record_to(self, name: str | None) -> None:
+        """Where passed-through exchanges of requests naming no place of their own (the
+        ``x-mockllm-record-to`` header) are written from now on: ``name``'s folder (or file, ending in
+        ``.mockllm``) under the ``record_missing`` folder of the options; None: that folder itself.
+        Nothing happens when the server does not pass requests through."""
+        from mockllm.server.app import server_state
+
+        passthrough = server_state(self._background().app).passthrough
+        if passthrough is not None:
+            passthrough.default_target = name
+
     def _background(self) -> BackgroundServer:
         if self._server is None:
             raise ServerError("mockllm: the server is not running: use `with mockllm.serve(…) as server:` or .start()")

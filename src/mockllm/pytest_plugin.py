@@ -36,6 +36,11 @@ MARKER = "mockllm"
 INI_SCENARIOS = "mockllm_scenarios"
 INI_STRICT = "mockllm_strict"
 INI_REQUIRE_ALL_USED = "mockllm_require_all_used"
+INI_RECORD_MISSING = "mockllm_record_missing"
+INI_PASSTHROUGH = "mockllm_passthrough"
+INI_RECORD_PER_TEST = "mockllm_record_per_test"
+OPTION_RECORD = "--mockllm-record"
+RECORD_TO = "x-mockllm-record-to"
 
 NO_MATCH_PREFIX = "mockllm: no step matched"  # runtime/nomatch.py PREFIX (not imported: the plugin stays light)
 
@@ -60,6 +65,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "mockllm: fail a test that loaded a step it never used (default false)",
         type="bool",
         default=False,
+    )
+    parser.addini(
+        INI_RECORD_MISSING,
+        "mockllm: with --mockllm-record, write what the real APIs answered here (relative to the rootdir)",
+        default="",
+    )
+    parser.addini(
+        INI_PASSTHROUGH,
+        "mockllm: with --mockllm-record, where requests no step matches go: PROVIDER=URL … or one URL "
+        "(default: each provider's public API)",
+        type="args",
+        default=[],
+    )
+    parser.addini(
+        INI_RECORD_PER_TEST,
+        "mockllm: each test's recorded scripts in their own folder under mockllm_record_missing, named "
+        "from its node id; each test loads its folder (default false)",
+        type="bool",
+        default=False,
+    )
+    parser.addoption(
+        OPTION_RECORD,
+        action="store_true",
+        default=False,
+        help="mockllm: pass requests no step matches through to the real API (with the client's own "
+        "credentials) and write each exchange into mockllm_record_missing",
     )
 
 
@@ -95,6 +126,9 @@ class MockLLM:
         self._test_dir = test_dir
         self._rootdir = rootdir
         self.loaded: list[str] = []  # scenarios this test loaded (what ``require_all_used`` checks)
+        #: Where this test's passed-through exchanges are written (``mockllm_record_per_test``): its
+        #: node id, a folder under ``mockllm_record_missing``; None: that folder itself
+        self.record_to: str | None = None
         self.strict = True
         self.require_all_used = False
 
@@ -159,6 +193,13 @@ class MockLLM:
         are told apart by their opening, so two chats opening with the same words share one state."""
         key = f"{self.test_id}::{name}" if name else self.test_id
         return {"x-mockllm-conversation": key}
+
+    @property
+    def record_header(self) -> dict[str, str]:
+        """``{"x-mockllm-record-to": NAME}`` naming this test's folder, for a client of another mockllm
+        server (``mockllm serve --record-missing``); the plugin's own server needs no header: it writes
+        each test's exchanges to the test's folder by itself."""
+        return {RECORD_TO: self.record_to or self.test_id}
 
     def load(self, source: Source) -> Loaded:
         """Load scenarios for this test only: script text, a builder, or a path (relative to the test
@@ -244,10 +285,36 @@ def mockllm_server(pytestconfig: pytest.Config) -> Iterator[MockServer]:
     quiet = _NoMatchLogFilter()
     server_log.addFilter(quiet)
     try:
-        with MockServer(library) as server:
+        with MockServer(library, options=_server_options(pytestconfig)) as server:
             yield server
     finally:
         server_log.removeFilter(quiet)
+
+
+def _server_options(config: pytest.Config) -> Any:
+    """The session server's options: the defaults, or with ``--mockllm-record`` passthrough on."""
+    if not config.getoption(OPTION_RECORD):
+        return None
+    from mockllm.errors import MockllmError
+    from mockllm.server.options import ServerOptions
+    from mockllm.server.passthrough.passthrough import options_from
+
+    folder = str(config.getini(INI_RECORD_MISSING) or "")
+    try:
+        chosen = options_from(list(config.getini(INI_PASSTHROUGH)), str(config.rootpath / folder) if folder else None)
+    except MockllmError as exc:
+        pytest.fail(f"mockllm: {OPTION_RECORD}: {exc}", pytrace=False)
+    return ServerOptions(no_auth=True, passthrough=chosen)
+
+
+def _own_folder(config: pytest.Config, test_id: str) -> Path | None:
+    """The test's own folder of recorded scripts (``mockllm_record_per_test``), or None."""
+    folder = str(config.getini(INI_RECORD_MISSING) or "")
+    if not folder or not config.getini(INI_RECORD_PER_TEST):
+        return None
+    from mockllm.server.passthrough.writer import target_for
+
+    return target_for(config.rootpath / folder, test_id).folder
 
 
 def _marker_settings(item: pytest.Item) -> tuple[list[Any], dict[str, Any]]:
@@ -278,13 +345,22 @@ def mockllm(mockllm_server: MockServer, request: pytest.FixtureRequest) -> Itera
         pytest.fail(f"mockllm marker: unknown option {', '.join(unknown)} (strict, require_all_used)", pytrace=False)
     handle.strict = bool(settings.get("strict", handle.strict))
     handle.require_all_used = bool(settings.get("require_all_used", handle.require_all_used))
+    own = _own_folder(config, handle.test_id)
+    if own is not None:
+        handle.record_to = handle.test_id
+        if any(own.glob("*.mockllm")):
+            paths.append(str(own))
     for path in paths:
         try:
             handle.load(path)
         except DiagnosticsError as exc:
             pytest.fail(f"mockllm: {path} has errors:\n\n{exc}", pytrace=False)
     request.node.stash[_HANDLE] = handle
-    yield handle
+    mockllm_server.record_to(handle.record_to)
+    try:
+        yield handle
+    finally:
+        mockllm_server.record_to(None)
 
 
 @pytest.fixture
