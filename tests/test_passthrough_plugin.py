@@ -44,7 +44,8 @@ def weather(fixture, city):
 
 
 def test_lima(mockllm):
-    assert weather(mockllm, "Lima") == ({"city": "Lima"}, "It is sunny in Lima today, with a light breeze from the sea.")
+    said = weather(mockllm, "Lima")
+    assert said == ({"city": "Lima"}, "It is sunny in Lima today, with a light breeze from the sea.")
 
 
 def test_oslo(mockllm):
