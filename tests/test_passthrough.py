@@ -27,8 +27,8 @@ from test_recording import check_clean, replay
 from mockllm.api import load
 from mockllm.dsl.format.formatter import reformat
 from mockllm.runtime.clock import FakeClock
-from mockllm.server.http.app import server_state
 from mockllm.server.background import BackgroundServer
+from mockllm.server.http.app import server_state
 from mockllm.server.options import ServerOptions
 from mockllm.server.passthrough.passthrough import PassthroughOptions, options_from
 
@@ -360,3 +360,13 @@ def test_serve_says_in_one_line_what_is_wrong_with_the_options(tmp_path: Path) -
     assert r.returncode != 0 and len(r.stderr.splitlines()) == 1
     assert f"cannot reach the upstream {url}: connection refused" in r.stderr
     assert json.dumps(r.stdout) == '""'
+
+
+def test_the_shared_state_store_marks_them_too(tmp_path: Path, redis_url: str) -> None:
+    with upstream() as up, passthrough(up.url, tmp_path, state=redis_url) as server:
+        CLIENTS["openai"](server.url, True)
+        entries = journal(server.url)
+        verified = httpx.get(server.url + "/_mockllm/verify").json()
+    (written,) = check_clean(tmp_path)
+    assert [(e["passed_through"], e["recorded"]) for e in entries] == [(True, str(written))] * 2
+    assert verified["ok"] and verified["unmatched"] == []

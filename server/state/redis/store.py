@@ -441,6 +441,7 @@ class RedisStore(StateStore):
                 data["client_gone"] = delivery.client_gone
                 if delivery.note is not None:
                     data["note"] = delivery.note
+                data["passed_through"], data["recorded"] = delivery.passed_through, delivery.recorded
             out.append(data)
         return out
 
