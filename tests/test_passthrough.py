@@ -80,6 +80,7 @@ def test_matched_requests_get_the_step_and_the_rest_the_upstream(tmp_path: Path)
     (written,) = check_clean(tmp_path)
     assert [e["recorded"] for e in entries[1:]] == [str(written)] * 2
     assert f"recorded in {written} (step 2)" in entries[2]["note"]
+    assert "It is sunny in Lima today" in entries[2]["reply"]  # what the upstream answered
     assert verified["ok"] and verified["unmatched"] == []
 
 

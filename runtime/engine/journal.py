@@ -290,6 +290,8 @@ class JournalEntry:
 
 
 REPLY_CHARS = 16 * 1024  # the most of a reply body an entry keeps
+
+
 def _delivery_from_json(data: Mapping[str, Any]) -> Delivery | None:
     """The delivery as far as the JSON form tells it: a client that left, the reply sent, an answer
     from the real API."""

@@ -29,6 +29,7 @@ from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers.base import RenderContext
 from mockllm.runtime.reply.plan import ErrorPlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
+from mockllm.server.http.responder import reply_text
 from mockllm.server.passthrough.forward import (
     HTTPX_MISSING,
     RECORD_TO,
@@ -133,6 +134,7 @@ class Passthrough:
         delivery = Delivery(
             exchange.status,
             note=where + ("; the upstream cut the stream" if exchange.disconnected else ""),
+            reply=reply_text(exchange.response_headers.get("content-type", ""), exchange.body),
             passed_through=True,
             recorded=str(written.path) if written is not None else None,
         )
