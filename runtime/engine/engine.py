@@ -9,6 +9,7 @@ tables shared between conversations."""
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -323,6 +324,24 @@ def _not_found(chat: ChatRequest, missing: str) -> ErrorPlan:
         )
         return ErrorPlan(chat.model, 404, message, code="thread_not_found")
     return ErrorPlan(chat.model, 400, f"Previous response with id '{missing}' not found.")
+
+
+def without_payloads(value: Any) -> Any:
+    """A request body with each attachment's payload (a ``data:`` URL, or a long run of base64) replaced
+    by a note of its length, for the journal."""
+    if isinstance(value, dict):
+        return {k: without_payloads(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_payloads(v) for v in value]
+    if isinstance(value, str) and (
+        value.startswith("data:") or (len(value) >= _PAYLOAD_CHARS and _BASE64.fullmatch(value))
+    ):
+        return f"<{len(value)} characters of attachment data, not kept>"
+    return value
+
+
+_PAYLOAD_CHARS = 64
+_BASE64 = re.compile(r"[A-Za-z0-9+/=_\-]+")
 
 
 def journal_attachments(chat: ChatRequest) -> tuple[tuple[str, str, int], ...]:
@@ -658,6 +677,8 @@ class Engine:
             body=chat.body,  # kept as bounded JSON text by the journal: `mockllm explain`, the inspector
             attachments=journal_attachments(chat),
         )
+        if entry.attachments:  # the journal shows attachments as kind, type and size: never their payload
+            entry.body = without_payloads(chat.body)
         remember: tuple[str, StoredResponse] | None = None
         if isinstance(plan, MessagePlan):
             if chat.provider == "responses":
