@@ -111,3 +111,79 @@ def test_echo_double(serve_text: ServeText) -> None:
     calls = called.message.tool_calls or []
     assert [call.function.name for call in calls] == ["get_weather"]
     assert isinstance(dict(calls[0].function.arguments).get("city"), str)
+
+
+# ---------------------------------------------------------------- /api/generate (issue 34)
+
+GENERATE = """
+scenario "Completion":
+    step capital:
+        when:
+            system prompt contains "brief"
+            last user message contains "capital"
+        reply:
+            thinking "The user wants a city."
+            text "Paris is the capital."
+            usage 9 in, 5 out
+    step population:
+        after capital
+        when:
+            system prompt contains "brief"
+            last user message contains "population"
+        reply:
+            text "About two million."
+
+scenario "Picture":
+    step picture:
+        when:
+            model is "llava"
+            field "raw" is true
+        reply:
+            text "A red pixel."
+"""
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+
+
+def test_generate_is_matched_as_a_chat_turn_and_context_continues_it(serve_text: ServeText) -> None:
+    with serve_text(GENERATE) as url, client(url) as c:
+        first = c.generate(model=MODEL, prompt="What is the capital of France?", system="Be brief.", think=True)
+        assert (first.response, first.thinking, first.done, first.done_reason) == (
+            "Paris is the capital.",
+            "The user wants a city.",
+            True,
+            "stop",
+        )
+        assert (first.prompt_eval_count, first.eval_count) == (9, 5)
+        assert first.context and all(isinstance(t, int) for t in first.context)
+        # the next prompt carries the context back: the same chat, its next turn (and the system with it)
+        second = c.generate(model=MODEL, prompt="And its population?", context=first.context)
+        assert second.response == "About two million."
+
+
+def test_generate_streams_ndjson_with_the_context_on_the_done_line(serve_text: ServeText) -> None:
+    with serve_text(GENERATE) as url:
+        with client(url) as c:
+            parts = list(c.generate(model=MODEL, prompt="capital?", system="brief", stream=True))
+        assert "".join(p.response for p in parts) == "Paris is the capital."
+        assert [p.done for p in parts] == [False] * (len(parts) - 1) + [True]
+        assert parts[-1].context and parts[-1].eval_count == 5
+        with httpx.stream(
+            "POST", url + "/api/generate", json={"model": MODEL, "prompt": "capital", "system": "brief"}
+        ) as raw:
+            assert raw.headers["content-type"] == "application/x-ndjson"
+            lines = [line for line in raw.iter_lines() if line]
+    assert all(line.startswith("{") and line.endswith("}") for line in lines)
+
+
+def test_generate_images_and_raw(serve_text: ServeText) -> None:
+    with serve_text(GENERATE) as url, client(url) as c:
+        out = c.generate(model="llava", prompt="What is in this picture?", images=[PNG], raw=True)
+    assert out.response == "A red pixel."
+
+
+def test_generate_rejects_what_ollama_rejects(serve_text: ServeText) -> None:
+    with serve_text(GENERATE) as url:
+        missing = httpx.post(url + "/api/generate", json={"prompt": "hi"})
+        bad_images = httpx.post(url + "/api/generate", json={"model": MODEL, "prompt": "hi", "images": ["%%%"]})
+    assert missing.status_code == 400 and missing.json() == {"error": "model is required"}
+    assert bad_images.status_code == 400 and "images[0]" in bad_images.json()["error"]

@@ -240,7 +240,7 @@ def test_wrong_types_are_a_4xx_in_the_providers_shape(echo: BackgroundServer, pr
         ("POST", "/v1/foo", "openai"),
         ("GET", "/nothing/here", "openai"),
         ("POST", "/v1/messages/batches", "anthropic"),
-        ("POST", "/api/generate", "ollama"),
+        ("POST", "/api/pull", "ollama"),
         ("POST", "/v1beta/cachedContents", "gemini"),
         ("POST", "/v1beta/models/gemini-2.5-flash:predictLongRunning", "gemini"),
         ("POST", "/v1/models/gemini-2.5-flash:predictLongRunning", "gemini"),

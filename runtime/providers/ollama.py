@@ -1,4 +1,5 @@
-"""Ollama's native chat, ``POST /api/chat`` (docs/providers/ollama.md), plus ``GET /api/tags`` and ``/api/version``.
+"""Ollama's native chat, ``POST /api/chat`` (docs/providers/ollama.md), plus ``GET /api/tags`` and ``/api/version``;
+``POST /api/generate`` is read as a chat turn by :mod:`ollama_generate`.
 
 A request without ``stream`` streams (the server's default); streams are NDJSON, one compact object per line
 and no blank lines. Tool call arguments are JSON objects, never strings. Ollama itself checks nothing about
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from mockllm.runtime.providers import common, events
 from mockllm.runtime.providers.base import BaseAdapter, Frame, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.ollama_generate import GENERATE_PATH, parse_generate, render_generate
 from mockllm.runtime.providers.parts import base64_size
 from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import (
@@ -197,6 +199,8 @@ class OllamaAdapter(BaseAdapter):
         return Rendered(200, "text/plain; charset=utf-8", body=b"Ollama is running")
 
     def parse(self, http: HttpRequest) -> ChatRequest:
+        if http.path == GENERATE_PATH:
+            return parse_generate(http, self.provider, FIELDS)
         data = FIELDS.load_body(http.body)
         model = data.get("model")
         if model is None or model == "":
@@ -225,6 +229,8 @@ class OllamaAdapter(BaseAdapter):
         return None  # Ollama accepts any order of roles and any tool results
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
+        if chat.endpoint == GENERATE_PATH:
+            return render_generate(plan, chat, _stamps(plan, ctx), _done(plan))
         if chat.stream:
             return Rendered(200, _NDJSON, frames=events.stream_frames(plan, _Framer(plan, ctx)))
         message: dict[str, Any] = {"role": "assistant", "content": plan.text + (plan.refusal or "")}
@@ -266,6 +272,17 @@ def _durations(plan: MessagePlan) -> dict[str, int]:
 
 def _elapsed(plan: MessagePlan) -> int:
     return _durations(plan)["total_duration"]
+
+
+def _stamps(plan: MessagePlan, ctx: RenderContext) -> Callable[[int], str]:
+    """``created_at`` of a generate answer's n-th streamed line (-1: the final line, or a whole answer)."""
+    total = _elapsed(plan)
+    step = total // (len(plan.text) + 2)
+
+    def stamp(n: int) -> str:
+        return rfc3339(ctx.created, total if n < 0 else min(n * step, total))
+
+    return stamp
 
 
 def _done(plan: MessagePlan) -> dict[str, Any]:

@@ -355,6 +355,7 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         adapter="ollama:OllamaAdapter",
         routes=(
             Route("/api/chat", ("POST",), "chat"),
+            Route("/api/generate", ("POST",), "chat"),  # a completion, read as a chat turn (ollama_generate.py)
             Route("/api/embed", ("POST",), "embeddings", "ollama.embed"),
             Route("/api/embeddings", ("POST",), "embeddings", "ollama.embeddings"),
             Route("/api/tags", ("GET",), "tags"),
