@@ -87,8 +87,8 @@ def test_posting_text_adds_scenarios_and_replaces_same_named_ones(serve: Serve) 
 
 
 def test_posting_the_json_form(serve: Serve) -> None:
-    from mockllm.dsl.format.jsonform import to_json_text
     from mockllm.dsl.parse.loader import load_text
+    from mockllm.dsl.tree.jsonform import to_json_text
 
     script = load_text(MORE, file="more.mockllm").files[0]
     with serve() as server:

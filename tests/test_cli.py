@@ -12,8 +12,8 @@ import pytest
 
 from mockllm import cli
 from mockllm.dsl.format.formatter import format_file
-from mockllm.dsl.format.jsonform import from_json_text
 from mockllm.dsl.parse.parser import parse_text
+from mockllm.dsl.tree.jsonform import from_json_text
 
 
 def _command() -> list[str]:

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 import mockllm as m
 from mockllm.dsl.check.checks import check
 from mockllm.dsl.format.formatter import format_file
-from mockllm.dsl.format.jsonform import from_json_text, to_json_text
 from mockllm.dsl.parse.loader import load_text
 from mockllm.dsl.parse.parser import parse_text
 from mockllm.dsl.tree import nodes as n
+from mockllm.dsl.tree.jsonform import from_json_text, to_json_text
 from mockllm.runtime.embed.embedder import cosine, embed, embed_sparse, float32_bytes, vector_json
 from mockllm.runtime.embed.models import DIMENSIONS, model_dimensions
 from mockllm.runtime.engine.conditions import holds

@@ -614,7 +614,7 @@ def test_a_reply_that_cannot_be_built_is_a_500_not_a_crash(monkeypatch: pytest.M
 def _explain_files(tmp_path: Any, body: dict[str, Any]) -> tuple[str, str]:
     import json
 
-    from mockllm.dsl.format.jsonform import to_json_text
+    from mockllm.dsl.tree.jsonform import to_json_text
 
     script = n.ScriptFile(
         "w.json",

@@ -12,12 +12,12 @@ import mockllm
 from mockllm.dsl.check.checks import check
 from mockllm.dsl.diagnostics import Diagnostic
 from mockllm.dsl.format.formatter import canonical_elements, format_file, format_reply_element
-from mockllm.dsl.format.jsonform import from_json, from_json_text, to_json, to_json_text
 from mockllm.dsl.machines.compiler import compile_library
 from mockllm.dsl.parse.loader import Library, load_text
 from mockllm.dsl.parse.parser import build_parser, parse_text
 from mockllm.dsl.span import Span
 from mockllm.dsl.tree import nodes as n
+from mockllm.dsl.tree.jsonform import from_json, from_json_text, to_json, to_json_text
 from mockllm.runtime.reply.planner import plan_reply
 from mockllm.runtime.request import ChatRequest, Message
 

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from strategies import PLAIN_SUBJECTS, ROLES, script_files
 
 from mockllm.dsl.diagnostics import render
-from mockllm.dsl.format.jsonform import ELEMENT_TAGS, from_json, from_json_text, to_json, to_json_text
 from mockllm.dsl.tree import nodes as n
+from mockllm.dsl.tree.jsonform import ELEMENT_TAGS, from_json, from_json_text, to_json, to_json_text
 
 # ---------------------------------------------------------------------------------------------------------
 # A small tree strategy (trees the text syntax can express)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from mockllm.dsl.diagnostics import render
-from mockllm.dsl.format.jsonform import to_json_text
 from mockllm.dsl.machines.compiler import compile_library, load_and_compile
 from mockllm.dsl.parse.loader import Library, load_paths, load_text
+from mockllm.dsl.tree.jsonform import to_json_text
 from mockllm.dsl.tree.nodes import (
     Error,
     NamedReply,

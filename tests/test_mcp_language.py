@@ -13,10 +13,10 @@ from test_lsp import Client, doc, labels, where
 
 from mockllm.dsl.diagnostics import render
 from mockllm.dsl.format.formatter import format_file
-from mockllm.dsl.format.jsonform import from_json_text, to_json, to_json_text
 from mockllm.dsl.machines.compiler import load_and_compile
 from mockllm.dsl.parse.parser import parse_text
 from mockllm.dsl.tree import nodes as n
+from mockllm.dsl.tree.jsonform import from_json_text, to_json, to_json_text
 from mockllm.highlight import MockllmLexer
 
 # The example of the language spec (language.md §10), as written there.

@@ -20,9 +20,9 @@ from mockllm.dsl.machines.compiler import compile_library
 from mockllm.dsl.parse.loader import load_text
 from mockllm.errors import RegexTimeout
 from mockllm.runtime.engine.engine import Engine
-from mockllm.runtime.engine.timed_regex import compile_pattern, search
 from mockllm.runtime.reply.plan import ErrorPlan
 from mockllm.runtime.request import ChatRequest, Message
+from mockllm.runtime.timed_regex import compile_pattern, search
 
 # `(a|aa)+$` on a run of a's that ends in something else: each a can start a one- or two-letter
 # branch, so a backtracking search tries Fibonacci(n) splits before it gives up.

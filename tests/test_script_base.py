@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 import mockllm
-from mockllm.dsl.format.jsonform import to_json_text
+from mockllm.dsl.tree.jsonform import to_json_text
 
 LIB = """
 reply greeting:

@@ -17,32 +17,11 @@ from mockllm.dsl.span import Span
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.describe import OP_WORDS, PROVIDERS
 from mockllm.dsl.tree.nodes import Capture, Condition, Regex, SubjectKind
+from mockllm.dsl.tree.predicates import allowed_ops
 
 SUBJECT_KINDS = frozenset(get_args(SubjectKind))
-PRESENCE_SUBJECTS = frozenset({"header", "field", "tool_result", "last_user_message", "tools", "input", "argument"})
-STRING_OPS = ("is", "is_not", "contains", "not_contains", "matches", "not_matches", "glob")
 ROLES = ("user", "assistant", "system", "tool")
 REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
-
-
-def allowed_ops(kind: str) -> tuple[str, ...]:
-    """The predicates a subject takes, in the order a hint lists them."""
-    if kind == "provider":
-        return ("is", "is_not", "matches", "not_matches", "glob")
-    if kind in ("tools", "attachments"):
-        return ("include", "exclude", "present", "absent")
-    if kind == "stream":
-        return ("is", "is_not")
-    if kind == "turn":
-        return ("is", "is_not", "at_least", "at_most")
-    ops: tuple[str, ...] = STRING_OPS
-    if kind in PRESENCE_SUBJECTS:
-        ops += ("present", "absent")
-    if kind == "tool_result":
-        ops += ("error",)
-    if kind in ("field", "argument"):
-        ops += ("at_least", "at_most")
-    return ops
 
 
 def _is_int(v: object) -> bool:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from mockllm.dsl.check.common import Reporter, did_you_mean, word_list
 from mockllm.dsl.diagnostics import Related
-from mockllm.dsl.machines.compiled import START
 from mockllm.dsl.tree.nodes import Scenario
+
+#: the position of a conversation before any step of a scenario: what its first step follows
+START = -1
 
 
 def predecessors(r: Reporter, sc: Scenario, file: str) -> list[int | None]:

@@ -2,7 +2,7 @@
 ``(\\w+\\s?)+``, or a repetition of alternatives that can split the same text two ways, as in
 ``(a|aa)+``. On a text such a pattern does not match, a backtracking engine tries every way of
 splitting the text -- exponential in the text's length. The server stops
-any search after a time bound (runtime/engine/timed_regex.py); ``mockllm check`` warns before it comes to that."""
+any search after a time bound (runtime/timed_regex.py); ``mockllm check`` warns before it comes to that."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Collection, Iterator, Mapping
 
-from mockllm.dsl.machines.compiled import START
+from mockllm.dsl.check.reachability import START
 from mockllm.dsl.tree.nodes import Scenario
 
 

@@ -10,10 +10,9 @@ from collections.abc import Sequence
 
 import attrs
 
+from mockllm.dsl.check.reachability import START as START  # the position before any step
 from mockllm.dsl.span import NO_SPAN, Span
 from mockllm.dsl.tree.nodes import Capture, Condition, Let, McpServer, ReplyBlock
-
-START = -1
 
 
 @attrs.frozen

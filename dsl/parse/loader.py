@@ -78,7 +78,7 @@ def _parse(text: str, name: str, is_json: bool | None = None) -> tuple[ScriptFil
     if is_json is None:
         is_json = name.endswith(".json") or text.lstrip().startswith("{")
     if is_json:
-        from mockllm.dsl.format.jsonform import from_json_text
+        from mockllm.dsl.tree.jsonform import from_json_text
 
         return from_json_text(text, name)
     from mockllm.dsl.parse.parser import parse_text

@@ -447,8 +447,8 @@ def _subject_before(text: str, pos: int) -> str | None:
 
 
 def _allowed_predicate_words(kind: str) -> set[str]:
-    from mockllm.dsl.check.predicates import allowed_ops
     from mockllm.dsl.tree.describe import OP_WORDS
+    from mockllm.dsl.tree.predicates import allowed_ops
 
     return {word for op in allowed_ops(kind) for word in OP_WORDS[op].split()[:1]} | {"not", "ignoring"}
 

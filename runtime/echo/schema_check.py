@@ -15,7 +15,7 @@ from typing import Any
 from mockllm.runtime.echo.schema_limits import CHECK_STEPS, MAX_DEPTH
 from mockllm.runtime.echo.schema_prep import json_eq, prep
 from mockllm.runtime.echo.schema_refs import Resolver
-from mockllm.runtime.engine.timed_regex import client_pattern_matches
+from mockllm.runtime.timed_regex import client_pattern_matches
 
 __all__ = ["Checker", "is_valid", "number_ok", "string_ok"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from mockllm.errors import NoValue
 from mockllm.runtime.echo.schema_limits import MAX_CHARS
-from mockllm.runtime.engine.timed_regex import client_pattern_matches
+from mockllm.runtime.timed_regex import client_pattern_matches
 
 __all__ = ["pattern_candidates", "search"]
 

@@ -21,8 +21,8 @@ import attrs
 
 from mockllm.dsl.tree.describe import keyword
 from mockllm.dsl.tree.nodes import Capture, Condition, Regex, Subject
-from mockllm.runtime.engine.timed_regex import Pattern, compile_pattern, search
 from mockllm.runtime.request import ChatRequest, ToolResult
+from mockllm.runtime.timed_regex import Pattern, compile_pattern, search
 
 
 class _Absent:

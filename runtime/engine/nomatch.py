@@ -21,8 +21,8 @@ from mockllm.errors import RegexTimeout
 from mockllm.runtime.engine.conditions import bind, capture, capture_seen, evaluate, template_names
 from mockllm.runtime.engine.conversations import CONVERSATION_HEADER, MachineState
 from mockllm.runtime.engine.outcome import Candidate, FailedCondition, NoMatchReport
-from mockllm.runtime.engine.timed_regex import TIMEOUT_S
 from mockllm.runtime.request import ChatRequest
+from mockllm.runtime.timed_regex import TIMEOUT_S
 
 PREFIX = "mockllm: no step matched"
 MAX_NEAREST = 3

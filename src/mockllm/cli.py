@@ -209,14 +209,14 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     text = _read(source)
     name = display_name(source)
     if source.suffix == ".mockllm":
-        from mockllm.dsl.format.jsonform import to_json_text
         from mockllm.dsl.parse.parser import parse_text
+        from mockllm.dsl.tree.jsonform import to_json_text
 
         tree, diagnostics = parse_text(text, name)
         render_tree: Callable[[ScriptFile], str] = to_json_text
     else:
         from mockllm.dsl.format.formatter import format_file
-        from mockllm.dsl.format.jsonform import from_json_text
+        from mockllm.dsl.tree.jsonform import from_json_text
 
         tree, diagnostics = from_json_text(text, name)
         render_tree = format_file

@@ -128,7 +128,7 @@ class TemplateError(MockllmError, ValueError):
 
 
 class RegexTimeout(MockllmError):
-    """A regex search ran past its time bound (``runtime/engine/timed_regex.py``). ``where`` names the
+    """A regex search ran past its time bound (``runtime/timed_regex.py``). ``where`` names the
     step once the engine knows it; the engine turns it into an error answer for that one request."""
 
     def __init__(self, pattern: str, where: str = "", limit_ms: float = 0.0) -> None:

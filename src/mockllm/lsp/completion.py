@@ -13,8 +13,8 @@ from typing import Literal
 
 import attrs
 
-from mockllm.dsl.check.predicates import allowed_ops
 from mockllm.dsl.tree.describe import PROVIDERS
+from mockllm.dsl.tree.predicates import allowed_ops
 from mockllm.dsl.tree.reference import PREDICATES, SUBJECTS, VALUES, Entry, statements
 from mockllm.lsp import context
 from mockllm.lsp.document import Document, Position, Range
