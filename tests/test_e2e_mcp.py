@@ -385,6 +385,7 @@ def test_bad_input_gets_protocol_errors_and_never_stalls(server: BackgroundServe
     assert ended.status_code == 200
     dropped = post(server, call, {"mcp-session-id": sid})
     assert dropped.status_code == 404 and dropped.json()["error"]["message"] == "Session not found"
+    assert httpx.put(server.url + "/mcp/shop", json=call).status_code == 405
     nowhere = httpx.post(server.url + "/mcp/nowhere", json=call)
     assert nowhere.status_code == 404 and '"shop"' in nowhere.json()["error"]["message"]
     assert post(server, {"jsonrpc": "2.0", "id": 5, "method": "ping"}).status_code == 400  # no session: refused

@@ -19,6 +19,7 @@ from mcp.shared.exceptions import MCPError
 from test_e2e_mcp import LIBRARY, _all_messages
 
 from mockllm.api import MockServer, load
+from mockllm.pytest_plugin import MockLLM
 
 T = TypeVar("T")
 WAIT = 30.0
@@ -186,8 +187,11 @@ def test_a_whole_agent_loop_with_a_spawned_tool_server(served: MockServer) -> No
     assert served.verify().ok
 
 
-def test_the_pytest_fixture_gives_the_mcp_url_and_the_stdio_command(mockllm: Any) -> None:
-    mockllm.load(LIBRARY)
+def test_the_pytest_fixture_gives_the_mcp_url_and_the_stdio_command(served: MockServer) -> None:
+    # the fixture's handle on a server of this module's own (the session's `mockllm` fixture would
+    # filter the server's log for every later test of the session)
+    mockllm = MockLLM(served, None, Path.cwd(), "test")
+    mockllm.reset()
     url = mockllm.mcp_url("weather")
     command = mockllm.mcp_command("weather")
     assert url == mockllm.url + "/mcp/weather"

@@ -115,12 +115,65 @@ def _line(loc: str, message: str, kind: str, value: Any) -> str:
     return f"{loc}\n  {message} [type={kind}, input_value={shown}, input_type={_py_type(value)}]"
 
 
+#: JSON Schema keywords that say nothing about validity (annotations)
+_ANNOTATIONS = frozenset({"type", "description", "title", "examples", "default", "$comment"})
+_PLAIN: dict[int, tuple[McpTool, tuple[tuple[str, str], ...], tuple[str, ...], bool] | None] = {}
+
+
+def _plain(tool: McpTool) -> tuple[McpTool, tuple[tuple[str, str], ...], tuple[str, ...], bool] | None:
+    """A schema of plainly typed properties (``{"type": "object", "properties": {"city": {"type":
+    "string"}}, "required": […]}``, the common case) as (properties with their types, required,
+    closed); None for any other schema. Kept per tool: checked on every call."""
+    hit = _PLAIN.get(id(tool))
+    if hit is not None and hit[0] is tool:
+        return hit
+    schema = tool.input_schema
+    found: tuple[McpTool, tuple[tuple[str, str], ...], tuple[str, ...], bool] | None = None
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if (
+        set(schema) <= _ANNOTATIONS | {"properties", "required", "additionalProperties"}
+        and isinstance(props, dict)
+        and isinstance(required, list)
+        and all(isinstance(r, str) for r in required)
+        and isinstance(extra, bool)
+        and all(
+            isinstance(sub, dict) and set(sub) <= _ANNOTATIONS and sub.get("type") in _TYPE_WORDS
+            for sub in props.values()
+        )
+    ):
+        typed = tuple((name, str(sub["type"])) for name, sub in props.items())
+        found = (tool, typed, tuple(required), not extra)
+    if len(_PLAIN) > 4096:
+        _PLAIN.clear()
+    _PLAIN[id(tool)] = found
+    return found
+
+
+def _fits_plain(
+    arguments: dict[str, Any], plain: tuple[Any, tuple[tuple[str, str], ...], tuple[str, ...], bool]
+) -> bool:
+    _tool, typed, required, closed = plain
+    for name in required:
+        if name not in arguments:
+            return False
+    for name, t in typed:
+        if name in arguments and not _type_ok(arguments[name], t):
+            return False
+    return not closed or all(any(name == k for k, _ in typed) for name in arguments)
+
+
 def argument_error(tool: McpTool, arguments: Any) -> dict[str, Any] | None:
     """The ``isError`` result for arguments the input schema refuses (None when they fit), worded as
     the official server words it (pydantic's validation errors)."""
     schema = tool.input_schema
-    if isinstance(arguments, dict) and is_valid(arguments, schema):
-        return None
+    if isinstance(arguments, dict):
+        plain = _plain(tool)
+        if plain is not None and _fits_plain(arguments, plain):
+            return None
+        if plain is None and is_valid(arguments, schema):
+            return None
     lines: list[str] = []
     if not isinstance(arguments, dict):
         lines.append(_line("arguments", "Input should be a valid dictionary", "dict_type", arguments))

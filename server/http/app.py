@@ -34,7 +34,7 @@ from mockllm.server.http.responder import RenderAhead, deliver, header_bytes, se
 from mockllm.server.http.routes import ROUTES, RouteSpec, adapter_for, provider_for
 from mockllm.server.http.routes import split_model_path as _split
 from mockllm.server.http.streaming import DRAIN_CAP, Channel
-from mockllm.server.mcp.http import mcp_routes
+from mockllm.server.mcp.http import McpEndpoint, mcp_routes
 from mockllm.server.media.images import image_routes
 from mockllm.server.options import ServerOptions
 from mockllm.server.passthrough import passthrough_for
@@ -470,8 +470,13 @@ class MockllmApp(Starlette):
     and paths, the admin API, 404s and 405s) goes through Starlette as before."""
 
     fast_routes: dict[str, ProviderEndpoint]
+    fast_prefixes: tuple[tuple[str, ASGIApp], ...] = ()  # a subsystem's paths by prefix (/mcp/NAME)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        for prefix, app in self.fast_prefixes:
+            if scope["type"] == "http" and scope["path"].startswith(prefix) and not scope.get("root_path"):
+                await app(scope, receive, send)
+                return
         if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
             endpoint = self.fast_routes.get(scope["path"])
             if endpoint is not None:
@@ -529,6 +534,9 @@ def create_app(
         for spec, endpoint in endpoints
         if spec.handler in ("chat", "inputs") and spec.methods == ("POST",) and "{" not in spec.path
     }
+    app.fast_prefixes = tuple(
+        (r.app.prefix, r.app) for r in routes if isinstance(r, Route) and isinstance(r.app, McpEndpoint)
+    )
     app.state.mockllm = state
     return app
 

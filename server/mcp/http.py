@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from starlette.routing import BaseRoute, Route
@@ -24,7 +26,9 @@ if TYPE_CHECKING:
 
     from mockllm.server.http.app import ServerState
 
-PATH = "/mcp/{name}"
+log = logging.getLogger("mockllm.server")
+PREFIX = "/mcp/"
+PATH = PREFIX + "{name}"
 MAX_BODY = 16 * 1024 * 1024
 SESSION_HEADER = "mcp-session-id"
 _JSON = b"application/json"
@@ -42,7 +46,10 @@ def _dumps(obj: Any) -> bytes:
 
 
 class McpEndpoint:
-    """The ASGI app behind :data:`PATH`."""
+    """The ASGI app behind :data:`PATH`. The app sends it every request under :data:`PREFIX` before
+    its middleware and router (``MockllmApp.fast_prefixes``), so it answers every error itself."""
+
+    prefix = PREFIX
 
     def __init__(self, state: ServerState, service: McpService) -> None:
         self.state = state
@@ -52,13 +59,20 @@ class McpEndpoint:
         channel = Channel(receive, send)
         try:
             await self._answer(scope, receive, channel)
+        except Exception:  # a bug must not cost the client its answer: a JSON-RPC error, logged
+            log.exception("mockllm: internal error while answering %s %s", scope["method"], scope["path"])
+            if not channel.started:
+                await self._json(channel, 500, p.rpc_error(None, p.INTERNAL_ERROR, "mockllm: internal error"))
         finally:
             await channel.close()
 
     async def _answer(self, scope: Scope, receive: Receive, channel: Channel) -> None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         method = scope["method"]
-        name = scope["path_params"]["name"]
+        if method not in ("POST", "GET", "DELETE"):
+            await self._json(channel, 405, p.rpc_error(None, p.INVALID_REQUEST, "Method Not Allowed"))
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        name = urllib.parse.unquote(scope["path"][len(PREFIX) :])
         server = self.service.server(name)
         if server is None:
             known = ", ".join(f'"{n}"' for n in self.service.server_names()) or "none"
@@ -176,9 +190,11 @@ class McpEndpoint:
             service.settle(entry_id, answer.status)
             await self._json(channel, answer.status, answer.message)
             return
-        await channel.start(200, [(b"content-type", _SSE), (b"cache-control", b"no-cache")])
+        body = b"event: message\ndata: " + _dumps(answer.message) + b"\n\n"
+        head = [(b"content-type", _SSE), (b"cache-control", b"no-cache"), (b"content-length", str(len(body)).encode())]
+        await channel.start(200, head)
         service.settle(entry_id, 200)
-        await channel.end(b"event: message\ndata: " + _dumps(answer.message) + b"\n\n")
+        await channel.end(body)
 
     async def _json(self, channel: Channel, status: int, obj: Any, extra: list[tuple[str, str]] | None = None) -> None:
         body = _dumps(obj)
