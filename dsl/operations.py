@@ -9,7 +9,16 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 Operation = Literal[
-    "chat", "embeddings", "moderations", "count_tokens", "mcp", "speech", "transcription", "translation", "images"
+    "chat",
+    "embeddings",
+    "moderations",
+    "count_tokens",
+    "mcp",
+    "speech",
+    "transcription",
+    "translation",
+    "images",
+    "rerank",
 ]
 
 #: the operations answered with audio, a transcript or pictures (server spec §14): their requests match

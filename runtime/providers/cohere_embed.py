@@ -13,6 +13,7 @@ from typing import Any
 from mockllm.runtime.embed.embedder import float32_bytes, vector_json
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.cohere import CACHE_HEADERS, count_headers, trace_headers, uuid_for
+from mockllm.runtime.providers.cohere_rerank import ROUTES as RERANK_ROUTES
 from mockllm.runtime.providers.common import (
     JSON_MEDIA,
     FieldPath,
@@ -141,4 +142,4 @@ def render_embed(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Re
     return Rendered(200, JSON_MEDIA, headers=headers, body=utf8_json(body))
 
 
-ROUTES: dict[str, tuple[Parse, Render]] = {"cohere.embed": (parse_embed, render_embed)}
+ROUTES: dict[str, tuple[Parse, Render]] = {"cohere.embed": (parse_embed, render_embed), **RERANK_ROUTES}

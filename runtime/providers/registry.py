@@ -69,6 +69,7 @@ OPERATIONS: dict[str, OperationSpec] = {
         OperationSpec("transcription", "inputs", "an audio upload in, its transcript out"),
         OperationSpec("translation", "inputs", "an audio upload in, its transcript in English out"),
         OperationSpec("images", "inputs", "a prompt (and for edits, pictures) in, pictures out"),
+        OperationSpec("rerank", "inputs", "a query and documents in, the documents ranked by relevance out"),
         # served by no provider: server/mcp/ answers it at /mcp/NAME and `mockllm mcp NAME` (docs/mcp.md)
         OperationSpec(
             "mcp", "mcp", "an MCP tools/call: a tool's name and arguments in, its result out", ("http", "stdio")
@@ -375,6 +376,8 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         routes=(
             Route("/v2/chat", ("POST",), "chat"),
             Route("/v2/embed", ("POST",), "embeddings", "cohere.embed"),
+            Route("/v2/rerank", ("POST",), "rerank", "cohere.rerank"),
+            Route("/v1/rerank", ("POST",), "rerank", "cohere.rerank"),  # the v1 shape other services copy
         ),
         upstream="https://api.cohere.com",
         prefixes=("/v2/",),
