@@ -98,3 +98,51 @@ def test_the_provider_table_names_every_provider_that_records() -> None:
         routes = [r.pair for r in e.routes if r.pair is not None and r.serves == "embeddings"]
         embeds = bool(routes) or "embeddings" in e.model_operations.values() or e.name == "bedrock"  # Bedrock: invoke
         assert (embeddings != "—") == embeds, e.name
+
+
+def test_grow_a_suite_through_a_passthrough(tmp_path: Path, serve: Any) -> None:
+    """ "Grow a suite": the library answers the greeting, the upstream (a mockllm server serving the
+    page's upstream.mockllm) the weather; the written script is the one shown, and serving the folder
+    alone replays the same output."""
+    from mockllm.api import load
+
+    page = blocks(PAGE)
+    write_files(PAGE, tmp_path)
+    section = page[next(i for i, b in enumerate(page) if "--record-missing scenarios/recorded --port" in b.text) :]
+    line = next(x for x in section[0].text.splitlines() if "--passthrough http" in x)
+    session = next(b for b in section if b.lang == "python")
+    shown = _after(page, session, "text").text
+    written_shown = _after(page, session, "mockllm").text
+    env = {**os.environ, "OPENAI_API_KEY": SECRET}
+
+    def run_session(url: str) -> str:
+        code = session.text.replace("http://127.0.0.1:8090", url)
+        run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    upstream_text = (tmp_path / "upstream.mockllm").read_text(encoding="utf-8")
+    with serve(upstream_text) as upstream:
+        args = shlex.split(line)[1:]
+        args = ["0" if a == "8090" else upstream.url if a == "http://127.0.0.1:8091" else a for a in args]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mockllm", *args],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().split(" on ", 1)[1].strip()
+            assert run_session(url) == shown
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=10)
+    assert "Traceback" not in err
+    [written] = (tmp_path / "scenarios" / "recorded").glob("*.mockllm")
+    text = written.read_text(encoding="utf-8")
+    assert text == written_shown and SECRET not in text
+    with serve("") as replay:  # the folder alone, the upstream gone
+        replay.engine.load(load(str(tmp_path / "scenarios")).compiled)
+        assert run_session(replay.url) == shown

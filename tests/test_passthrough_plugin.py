@@ -1,7 +1,8 @@
 """The pytest plugin growing a suite one test at a time: a throwaway project whose tests call the
-official SDKs, run by pytest in a subprocess. With ``--mockllm-record`` what no script answers goes to
-a real local upstream (a mockllm server of its own) and lands in each test's own folder; the next run,
-with the upstream gone and no flag, replays it; a new test with nothing recorded fails as strict."""
+official SDKs, run by pytest in a subprocess, configured as docs/recording.md shows. With
+``--mockllm-record`` what no script answers goes to a real local upstream (a mockllm server of its
+own) and lands in each test's own folder; the next run, with the upstream gone and no flag, replays
+it; a new test with nothing recorded fails as strict."""
 
 from __future__ import annotations
 
@@ -10,17 +11,14 @@ import sys
 from pathlib import Path
 
 from recording_clients import UPSTREAM
+from test_docs_site import blocks
 from test_passthrough import LIBRARY, upstream
 
 from mockllm.api import load
 
-PYPROJECT = """
-[tool.pytest.ini_options]
-mockllm_scenarios = "scenarios"
-mockllm_record_missing = "recorded"
-mockllm_passthrough = ["{url}"]
-mockllm_record_per_test = true
-"""
+#: docs/recording.md's pyproject.toml ("In pytest: one folder per test"), with the upstream named
+PYPROJECT = next(b.text for b in blocks("recording.md") if b.file == "pyproject.toml")
+assert "mockllm_record_per_test = true" in PYPROJECT
 
 TESTS = """
 import json
@@ -70,7 +68,8 @@ def test_each_test_grows_its_own_script_and_the_next_run_replays_it(tmp_path: Pa
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "greeting.mockllm").write_text(LIBRARY, encoding="utf-8")
     with upstream(UPSTREAM) as up:
-        (tmp_path / "pyproject.toml").write_text(PYPROJECT.format(url=up.url), encoding="utf-8")
+        ini = PYPROJECT + f'mockllm_passthrough = ["{up.url}"]\n'
+        (tmp_path / "pyproject.toml").write_text(ini, encoding="utf-8")
         recorded = run(tmp_path, "--mockllm-record")
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     folders = sorted(p.parent.relative_to(tmp_path) for p in (tmp_path / "recorded").rglob("*.mockllm"))

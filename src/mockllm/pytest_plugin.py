@@ -11,6 +11,10 @@ Fixtures:
   test loaded and never used.
 - ``mockllm_env``: ``mockllm`` with the SDKs' environment variables pointing at the server.
 
+``pytest --mockllm-record`` passes requests no step matches through to the real API and writes them
+into ``mockllm_record_missing``; with ``mockllm_record_per_test`` each test writes to (and, on every
+run, loads) its own folder there, named from its node id (docs/recording.md).
+
 Nothing here imports the server until a fixture is used, so the plugin costs nothing to test runs
 that do not use it.
 """
