@@ -422,3 +422,21 @@ def test_a_whole_agent_loop_through_the_openai_agents_sdk(server: BackgroundServ
     steps = [(e["provider"], e["matched"]["step"]) for e in journal(server)]
     assert steps == [("openai", "model_calls_tool"), ("mcp", "paris"), ("openai", "model_answers")]
     assert httpx.get(server.url + "/_mockllm/verify").json()["ok"] is True
+
+
+def test_a_hang_ends_at_the_servers_hang_limit_with_an_error(serve: Any) -> None:
+    with serve(LIBRARY, hang_limit_s=0.2) as running:
+
+        async def go() -> BaseException | None:
+            async with Client(running.url + "/mcp/shop", mode="legacy", read_timeout_seconds=WAIT) as c:
+                try:
+                    await c.call_tool("slow", {"mode": "stuck"})
+                except MCPError as exc:
+                    return exc
+            return None
+
+        ended = run(go)
+        assert isinstance(ended, MCPError)
+        assert ended.message == "mockllm: hang: held for the server's hang limit of 0.2s"
+        (entry,) = [e for e in journal(running) if e["provider"] == "mcp"]
+        assert entry["status"] == 504 and entry["note"] == "hang: held for the server's hang limit of 0.2s"

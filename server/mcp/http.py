@@ -163,14 +163,7 @@ class McpEndpoint:
                 service.settle(entry_id, 0, client_gone=True)
                 return
         if answer.hang:
-            stopping = self.state.shutdown.stopping
-            while not stopping.is_set():
-                if await channel.wait_gone(0.25):
-                    service.settle(entry_id, 0, client_gone=True, note="hang: the client left")
-                    return
-            error = p.rpc_error(None, p.INTERNAL_ERROR, "mockllm: the server is stopping (the step hangs)")
-            service.settle(entry_id, 503, note="hang: the server stopped")
-            await self._json(channel, 503, error)
+            await self._hang(channel, entry_id)
             return
         if answer.drop:
             body = _dumps(p.rpc_result(0, {"content": []}))
@@ -195,6 +188,32 @@ class McpEndpoint:
         await channel.start(200, head)
         service.settle(entry_id, 200)
         await channel.end(body)
+
+    async def _hang(self, channel: Channel, entry_id: int) -> None:
+        """A `hang` step: nothing until the client leaves, the server stops or its hang limit passes
+        (then a JSON-RPC error saying which, as a chat request's hang ends)."""
+        options = self.state.options
+        stopping = self.state.shutdown.stopping
+        waits = [
+            asyncio.ensure_future(options.sleep(options.hang_limit_s)),
+            asyncio.ensure_future(channel.wait_gone(options.hang_limit_s + 1.0)),
+            asyncio.ensure_future(stopping.wait()),
+        ]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+        if channel.gone:
+            self.service.settle(entry_id, 0, client_gone=True, note="hang: the client gave up")
+            return
+        if stopping.is_set():
+            status, note = 503, "hang: the server is stopping"
+        else:
+            status, note = 504, f"hang: held for the server's hang limit of {options.hang_limit_s:g}s"
+        self.service.settle(entry_id, status, note=note)
+        await self._json(channel, status, p.rpc_error(None, p.INTERNAL_ERROR, f"mockllm: {note}"))
 
     async def _json(self, channel: Channel, status: int, obj: Any, extra: list[tuple[str, str]] | None = None) -> None:
         body = _dumps(obj)
