@@ -81,7 +81,7 @@ class BackgroundServer:
         import socket
 
         from mockllm.server.hosts.hypercorn_server import serve_hypercorn
-        from mockllm.server.http.app import server_state
+        from mockllm.server.http.server_state import server_state
 
         assert isinstance(sock, socket.socket)
         app = self.app
@@ -120,7 +120,7 @@ class BackgroundServer:
     @property
     def store(self) -> StateStore:
         """Where the server keeps its state (see server/state/store.py)."""
-        from mockllm.server.http.app import server_state
+        from mockllm.server.http.server_state import server_state
 
         return server_state(self.app).store
 

@@ -103,7 +103,8 @@ def run(
     ``workers`` above 1 serves from that many processes on the one socket (server/workers.py); they
     need ``options.state``, the store they share. ``verbose`` lists every scenario after the summary."""
     from mockllm.runtime.engine.engine import Engine
-    from mockllm.server.http.app import create_app, server_state
+    from mockllm.server.http.app import create_app
+    from mockllm.server.http.server_state import server_state
 
     missing = server_missing(server)
     if missing is not None:

@@ -21,7 +21,7 @@ SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8")
 # stage of the pipeline is a layer of its own, so an import cycle between two stages (lazy or not) is
 # an upward import here (docs/architecture.md, "Where each stage lives").
 LAYERS = (
-    ("mockllm.dsl", "mockllm.grammar", "mockllm.errors"),  # spans, diagnostics, the language's names
+    ("mockllm.dsl", "mockllm.grammar", "mockllm.errors", "mockllm.version"),  # spans, diagnostics, the language's names
     ("mockllm.dsl.tree",),  # the syntax tree, its JSON form, its canonical descriptions
     ("mockllm.dsl.parse",),  # text → tree
     ("mockllm.dsl.format",),  # tree → text (it parses to format)
@@ -172,3 +172,91 @@ def test_cli_exit_codes_live_on_the_classes(name: str, code: int) -> None:
     import mockllm.errors
 
     assert getattr(mockllm.errors, name).exit_code == code
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The server, by subsystem (docs/architecture.md, "The server, by subsystem")
+
+SERVER_LIFECYCLE = {"background", "memory", "options", "runner", "shutdown", "watch", "workers"}
+SERVER_SUBSYSTEMS = {"hosts", "http", "record", "state"}  # and each new transport's own folder
+
+
+def module_graph(prefixes: tuple[str, ...]) -> dict[str, set[str]]:
+    """The modules under ``prefixes`` and the ones among them each imports (lazy imports too);
+    ``from package import module`` counts as importing the module."""
+    modules = dict(project_modules())
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        if not module.startswith(prefixes):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    inner = f"{node.module}.{alias.name}"
+                    targets.add(inner if inner in modules else node.module)
+        graph[module] = {t for t in targets if t in modules and t.startswith(prefixes) and t != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import each other, however indirectly (Tarjan's strongly connected
+    components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_server_is_split_by_subsystem() -> None:
+    packages = {
+        p.removeprefix("mockllm.server.").split(".")[0]
+        for p in SETUPTOOLS["packages"]
+        if p.startswith("mockllm.server.")
+    }
+    assert SERVER_SUBSYSTEMS <= packages
+    assert "mockllm.server.state.redis" in SETUPTOOLS["packages"]
+    top = {path.stem for path in (ROOT / "server").glob("*.py")} - {"__init__"}
+    assert top <= SERVER_LIFECYCLE, (
+        f"modules at the top of server/ that belong in a subsystem's folder: {sorted(top - SERVER_LIFECYCLE)} "
+        "(docs/architecture.md, 'Adding a transport')"
+    )
+
+
+def test_no_import_cycles_in_the_server_or_the_entry_points() -> None:
+    graph = module_graph(("mockllm.server", "mockllm.cli", "mockllm.lsp", "mockllm.version"))
+    assert "mockllm.server.state.redis.store" in graph and "mockllm.lsp.server" in graph
+    assert cycles(graph) == [], "modules that import each other (lazy imports count)"
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -28,7 +28,7 @@ from mockllm.api import load
 from mockllm.dsl.format.formatter import reformat
 from mockllm.runtime.clock import FakeClock
 from mockllm.server.background import BackgroundServer
-from mockllm.server.http.app import server_state
+from mockllm.server.http.server_state import server_state
 from mockllm.server.options import ServerOptions
 from mockllm.server.passthrough.passthrough import PassthroughOptions, options_from
 

@@ -183,7 +183,8 @@ def test_the_window_given_reaches_the_store_and_the_default_is_200_microseconds(
     """From the command line to the options `mockllm serve` serves with, and from the options to the store."""
     from mockllm.cli import build_parser
     from mockllm.server import runner
-    from mockllm.server.http.app import create_app, server_state
+    from mockllm.server.http.app import create_app
+    from mockllm.server.http.server_state import server_state
     from mockllm.server.options import ServerOptions
 
     served: list[ServerOptions] = []

@@ -28,6 +28,7 @@ from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.reply.planner import _Call, _Resolved
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, Tool, ToolCall, ToolResult
 from mockllm.runtime.values import fast_frozen
+from mockllm.server.http.responder import Answer
 from mockllm.server.http.streaming import Faults, StreamResult
 
 VALUES = Path(__file__).resolve().parents[1] / "runtime" / "values.py"
@@ -66,6 +67,7 @@ REQUEST_PATH = (
     _Ctx,
     Faults,
     StreamResult,
+    Answer,
 )
 
 

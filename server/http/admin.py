@@ -26,6 +26,7 @@ from mockllm.runtime.providers.common import utf8_json
 from mockllm.server.memory import release_memory
 from mockllm.server.options import ServerOptions
 from mockllm.server.state.posted import Posted
+from mockllm.version import installed_version
 
 if TYPE_CHECKING:
     from mockllm.runtime.engine.engine import Engine
@@ -39,16 +40,6 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     body = utf8_json(json.dumps(data, ensure_ascii=False, default=str))
     return Response(body, status_code=status, media_type="application/json", headers=headers)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("mockllm")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _is_loopback(host: str | None) -> bool:
@@ -236,7 +227,7 @@ def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mo
     """The admin API over ``engine`` (the library) and ``store`` (conversations and the journal)."""
     from mockllm.dsl.diagnostics import render, to_json
 
-    version = _version()
+    version = installed_version()
     root = os.path.realpath(options.scenario_base)
 
     def guarded(endpoint: Endpoint) -> Endpoint:

@@ -6,11 +6,9 @@ leaving and stream frame by frame); the admin API under ``/_mockllm/`` is ordina
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import random
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
@@ -30,15 +28,15 @@ from mockllm.runtime.providers.inputs import InputsAdapter, route_functions
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 from mockllm.server.http.admin import ADMIN_PREFIX, admin_mount
 from mockllm.server.http.body_deadline import BodyDeadline, BodyTimeout
-from mockllm.server.http.responder import RenderAhead, deliver, header_bytes, send_whole
-from mockllm.server.http.routes import ROUTES, RouteSpec, adapter_for, provider_for
+from mockllm.server.http.responder import Answer, RenderAhead, deliver, header_bytes, send_whole
+from mockllm.server.http.routes import ROUTES, RouteSpec, provider_for
 from mockllm.server.http.routes import split_model_path as _split
+from mockllm.server.http.server_state import ServerState
+from mockllm.server.http.server_state import server_state as server_state  # (its old home: still imported from here)
 from mockllm.server.http.streaming import DRAIN_CAP, Channel
 from mockllm.server.mcp.http import McpEndpoint, mcp_routes
 from mockllm.server.media.images import image_routes
 from mockllm.server.options import ServerOptions
-from mockllm.server.passthrough import passthrough_for
-from mockllm.server.shutdown import Shutdown
 from mockllm.server.state.opening import open_store
 from mockllm.server.state.store import StateStore
 
@@ -47,72 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mockllm.server")
 
-_GLOB_CHARS = frozenset("*?[")
 _DRAIN_CAP = DRAIN_CAP  # unread request bodies are dropped up to this, then the connection closes
-_random = random.Random()  # ids need to be unique, not secret: no system call per id (seeded from urandom)
-
-
-def _hex(digits: int) -> str:
-    """``digits`` (even) random hex digits. (Through bytes: twice as fast as formatting the number.)"""
-    return _random.getrandbits(4 * digits).to_bytes(digits // 2, "big").hex()
-
-
-class ServerState:
-    """What every request handler shares: the engine, the options, the models seen so far."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        options: ServerOptions,
-        adapters: Mapping[Provider, Adapter] | None,
-        store: StateStore | None = None,
-    ) -> None:
-        self.engine = engine
-        self.store = store or StateStore(engine)  # where conversation state and the journal are kept
-        self.options = options
-        self._adapters = dict(adapters or {})
-        self._requested: dict[str, None] = {}
-        self._ids = itertools.count(1)
-        self.shutdown = Shutdown(options.sleep)
-        self.body_deadline = BodyDeadline(options.body_timeout_s)
-        self.passthrough = passthrough_for(options.passthrough)
-
-    @property
-    def closing(self) -> asyncio.Event:
-        """Set when the server is stopping: hangs end at once, streams get the grace period."""
-        return self.shutdown.stopping
-
-    def adapter(self, provider: Provider) -> Adapter:
-        return self._adapters.get(provider) or adapter_for(provider)
-
-    def context(self, response_id: str | None = None) -> RenderContext:
-        rid = response_id or f"{next(self._ids):06x}{_hex(44)}"
-        return RenderContext(response_id=rid, created=int(self.options.clock.now()), request_id="req_" + _hex(32))
-
-    def note_model(self, model: str) -> None:
-        if model and len(self._requested) < 10_000:
-            self._requested[model] = None
-
-    def model_ids(self) -> list[str]:
-        """Every plain model name in the library's `model is` / `model glob` conditions, then every
-        model requested so far."""
-        out: dict[str, None] = {}
-        library = self.engine.library
-        if library is not None:
-            for machine in library.machines:
-                for step in machine.steps:
-                    for cond in step.conditions:
-                        value = cond.predicate.value
-                        if (
-                            cond.subject.kind == "model"
-                            and cond.predicate.op in ("is", "glob")
-                            and isinstance(value, str)
-                            and value
-                            and not _GLOB_CHARS.intersection(value)
-                        ):
-                            out[value] = None
-        out.update(self._requested)
-        return list(out)
 
 
 def to_response(rendered: Rendered, extra: list[tuple[str, str]] | None = None) -> Response:
@@ -366,21 +299,17 @@ class ProviderEndpoint:
         if state.passthrough is not None and state.passthrough.wants(outcome, chat, state.engine.library is None):
             await state.passthrough.answer(scope, http, adapter.provider, channel, ctx, record)
             return
-        options = state.options
-        await deliver(
+        answer = Answer(
             outcome,
             chat,
             adapter,
             ctx,
-            channel,
-            options,
-            state.shutdown,
-            record,
             arrived,
-            offload=offload,
-            rendered_ahead=rendered[1] if rendered is not None else None,
-            head_ahead=rendered[2] if rendered is not None else None,
+            offload,
+            rendered[1] if rendered is not None else None,
+            rendered[2] if rendered is not None else None,
         )
+        await deliver(answer, channel, state.options, state.shutdown, record)
 
     def _finish(self, entry: int, delivery: Delivery) -> None:
         try:
@@ -539,9 +468,3 @@ def create_app(
     )
     app.state.mockllm = state
     return app
-
-
-def server_state(app: Any) -> ServerState:
-    state = app.state.mockllm
-    assert isinstance(state, ServerState)
-    return state

@@ -16,6 +16,7 @@ from mockllm.runtime.providers.base import Adapter, RenderContext, Rendered
 from mockllm.runtime.providers.common import utf8_json, utf8_text
 from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, RawPlan
 from mockllm.runtime.request import ChatRequest
+from mockllm.runtime.values import fast_frozen
 from mockllm.server.http.streaming import Channel, Faults, coalesce, frames_before_error, write_frames
 from mockllm.server.options import ServerOptions
 from mockllm.server.shutdown import Shutdown
@@ -201,25 +202,10 @@ def reply_text(media_type: str, body: bytes) -> str:
     return body[:REPLY_CHARS].decode("utf-8", "replace")
 
 
-async def deliver(
-    outcome: Outcome,
-    chat: ChatRequest,
-    adapter: Adapter,
-    ctx: RenderContext,
-    channel: Channel,
-    options: ServerOptions,
-    shutdown: Shutdown,
-    record: Record,
-    arrived: float | None = None,
-    *,
-    offload: bool = False,
-    rendered_ahead: Rendered | None = None,
-    head_ahead: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    """Send the reply ``outcome`` asks for; never raises for anything the script asked. ``record`` is
-    called once with how it went (:class:`Delivery`, for the journal): just before the response body
-    ends, so the journal is final by the time the client has its answer; or, when the answer is cut
-    or the client leaves, as soon as that is known, before the connection closes.
+@fast_frozen
+class Answer:
+    """One reply on its way: what the engine decided (``outcome``) for ``chat``, the adapter that renders
+    it with ``ctx``, and how.
 
     ``arrived`` is when the request reached the server (``options.clock.monotonic()``): a scripted
     latency counts from then, so the time spent reading, matching and rendering (and waiting for the
@@ -227,6 +213,24 @@ async def deliver(
     thread (for a large request, whose reply may be as large), so other requests are answered meanwhile.
     ``rendered_ahead``: the message plan's reply, already rendered with ``ctx``, and ``head_ahead`` its head
     when it is sent whole (:class:`RenderAhead`)."""
+
+    outcome: Outcome
+    chat: ChatRequest
+    adapter: Adapter
+    ctx: RenderContext
+    arrived: float | None = None
+    offload: bool = False
+    rendered_ahead: Rendered | None = None
+    head_ahead: list[tuple[bytes, bytes]] | None = None
+
+
+async def deliver(answer: Answer, channel: Channel, options: ServerOptions, shutdown: Shutdown, record: Record) -> None:
+    """Send the reply ``answer`` holds; never raises for anything the script asked. ``record`` is
+    called once with how it went (:class:`Delivery`, for the journal): just before the response body
+    ends, so the journal is final by the time the client has its answer; or, when the answer is cut
+    or the client leaves, as soon as that is known, before the connection closes."""
+    outcome, chat, adapter, ctx = answer.outcome, answer.chat, answer.adapter, answer.ctx
+    rendered_ahead, head_ahead = answer.rendered_ahead, answer.head_ahead
     extra = debug_headers(outcome)
     plan = outcome.plan
     if plan is None:
@@ -253,13 +257,14 @@ async def deliver(
         reply = plan
         if rendered_ahead is not None:
             rendered = rendered_ahead
-        elif offload:
+        elif answer.offload:
             rendered = await asyncio.to_thread(adapter.render, plan, chat, ctx)
         else:
             rendered = adapter.render(plan, chat, ctx)
 
     if plan.latency_s > 0:
         channel.watch()
+        arrived = answer.arrived
         wait = plan.latency_s if arrived is None else plan.latency_s - (options.clock.monotonic() - arrived)
         if wait > 0:
             await shutdown.sleep(wait)

@@ -24,7 +24,7 @@ from mockllm.server.mcp.service import McpService, Session, software_version
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
-    from mockllm.server.http.app import ServerState
+    from mockllm.server.http.server_state import ServerState
 
 log = logging.getLogger("mockllm.server")
 PREFIX = "/mcp/"

@@ -20,7 +20,7 @@ from mockllm.runtime.media.images import MEDIA_TYPES
 from mockllm.runtime.providers.openai_images import FILE_PREFIX, URL_PREFIX, served_image
 
 if TYPE_CHECKING:
-    from mockllm.server.http.app import ServerState
+    from mockllm.server.http.server_state import ServerState
 
 
 def _sniffed(data: bytes) -> str:

@@ -318,7 +318,7 @@ class MockServer:
         ``x-mockllm-record-to`` header) are written from now on: ``name``'s folder (or file, ending in
         ``.mockllm``) under the ``record_missing`` folder of the options; None: that folder itself.
         Nothing happens when the server does not pass requests through."""
-        from mockllm.server.http.app import server_state
+        from mockllm.server.http.server_state import server_state
 
         passthrough = server_state(self._background().app).passthrough
         if passthrough is not None:

@@ -19,6 +19,7 @@ from mockllm.errors import FileError, MockllmError, UsageError
 from mockllm.server.hosts.table import DEFAULT_HOST, HOST_NAMES
 from mockllm.server.passthrough.arguments import passthrough_arguments
 from mockllm.server.state.poll_window import DEFAULT_POLL_S, MAX_POLL_S
+from mockllm.version import installed_version
 
 if TYPE_CHECKING:
     from mockllm.dsl.tree.nodes import ScriptFile
@@ -47,15 +48,6 @@ def _existing_file(raw: str) -> Path:
     if not path.is_file():
         raise UsageError(f"{raw}: no such file")
     return path
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mockllm")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _out(text: str, stream: TextIO | None = None) -> None:
@@ -323,27 +315,12 @@ def _listen(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=_port, default=8080, help="default: 8080; 0 picks a free port")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    debug = argparse.ArgumentParser(add_help=False)
-    debug.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks for internal errors"
-    )
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="A mock LLM server for end-to-end tests, driven by .mockllm scenario scripts.",
-    )
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
-    parser.add_argument("--debug", action="store_true", help="show full tracebacks for internal errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+#: adds one command's parser (name, what it runs, its summary and description) and returns it
+AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str, str], argparse.ArgumentParser]
 
-    def command(
-        name: str, func: Callable[[argparse.Namespace], int], summary: str, description: str
-    ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[debug], help=summary, description=description)
-        p.set_defaults(func=func)
-        return p
 
-    p = command(
+def _check_command(add: AddCommand) -> None:
+    p = add(
         "check",
         _cmd_check,
         "validate scripts and report every problem",
@@ -352,7 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help=".mockllm/.json files or directories")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
-    p = command(
+
+def _fmt_command(add: AddCommand) -> None:
+    p = add(
         "fmt",
         _cmd_fmt,
         "rewrite .mockllm files in canonical layout",
@@ -361,7 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--check", action="store_true", help="only list files that would change; exit 1 if any")
 
-    p = command(
+
+def _graph_command(add: AddCommand) -> None:
+    p = add(
         "graph",
         _cmd_graph,
         "draw each scenario's state machine",
@@ -371,7 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", metavar="NAME", help="only this scenario")
     p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid", help="default: mermaid")
 
-    p = command(
+
+def _convert_command(add: AddCommand) -> None:
+    p = add(
         "convert",
         _cmd_convert,
         "convert between .mockllm text and the JSON form",
@@ -380,7 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE")
     p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
-    p = command(
+
+def _mcp_command(add: AddCommand) -> None:
+    p = add(
         "mcp",
         _delegate("mockllm.server.mcp.stdio", "mcp_command"),
         "serve one `mcp server` block over stdio",
@@ -399,15 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--conversation", metavar="KEY", help="with --url: the conversation the calls belong to (the chat's key)"
     )
 
-    p = command(
-        "serve",
-        _cmd_serve,
-        "serve a library over HTTP",
-        "Load a library and serve it. Without PATH: $MOCKLLM_SCENARIOS, else echo only.",
-    )
-    p.add_argument("paths", nargs="*", metavar="PATH")
-    _listen(p)
-    p.add_argument("--server", choices=HOST_NAMES, default=DEFAULT_HOST, help=f"default: {DEFAULT_HOST}")
+
+def _state_arguments(p: argparse.ArgumentParser) -> None:
+    """Where conversation state lives, and the processes that share it."""
     p.add_argument(
         "--state",
         metavar="URL",
@@ -428,8 +407,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --state: how long a request waiting for Redis's answer keeps its process polling before "
         f"it lets the core sleep, 0 to {round(MAX_POLL_S * 1e6)} (0: never; default: {round(DEFAULT_POLL_S * 1e6)})",
     )
-    p.add_argument("--no-auth", action="store_true", help="do not check provider credentials")
-    p.add_argument("--lenient", action="store_true", help="do not validate conversation histories")
+
+
+def _admin_arguments(p: argparse.ArgumentParser) -> None:
+    """Who may use the admin API, and what scripts posted to it may import."""
     p.add_argument(
         "--admin-token",
         metavar="TOKEN",
@@ -443,6 +424,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="where `use` in scripts posted to the admin API resolves; they may import nothing outside it "
         "(default: the first PATH's directory, else the working directory)",
     )
+
+
+def _limit_arguments(p: argparse.ArgumentParser) -> None:
+    """The limits on a request: its body, a hang."""
     p.add_argument(
         "--max-body-bytes",
         type=_positive_int,
@@ -455,6 +440,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="longest a `hang` reply holds a connection (default: the server's built-in limit, 300)",
     )
+
+
+def _watch_arguments(p: argparse.ArgumentParser) -> None:
+    """Reloading the library when its files change."""
     p.add_argument(
         "--watch",
         action="store_true",
@@ -472,13 +461,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how often --watch looks at the files (default: 0.5)",
     )
-    p.add_argument(
-        "--shutdown-grace",
-        type=_seconds_or_zero,
-        metavar="SECONDS",
-        help="on SIGTERM/SIGINT, how long open streams may run on before they end at once "
-        "(default: the server's built-in grace, 5)",
-    )
+
+
+def _conversation_arguments(p: argparse.ArgumentParser) -> None:
+    """How many conversations are kept, and for how long."""
     p.add_argument(
         "--max-conversations",
         type=_positive_int,
@@ -495,7 +481,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     passthrough_arguments(p)
 
-    p = command(
+
+def _serve_command(add: AddCommand) -> None:
+    p = add(
+        "serve",
+        _cmd_serve,
+        "serve a library over HTTP",
+        "Load a library and serve it. Without PATH: $MOCKLLM_SCENARIOS, else echo only.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH")
+    _listen(p)
+    p.add_argument("--server", choices=HOST_NAMES, default=DEFAULT_HOST, help=f"default: {DEFAULT_HOST}")
+    _state_arguments(p)
+    p.add_argument("--no-auth", action="store_true", help="do not check provider credentials")
+    p.add_argument("--lenient", action="store_true", help="do not validate conversation histories")
+    _admin_arguments(p)
+    _limit_arguments(p)
+    _watch_arguments(p)
+    p.add_argument(
+        "--shutdown-grace",
+        type=_seconds_or_zero,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, how long open streams may run on before they end at once "
+        "(default: the server's built-in grace, 5)",
+    )
+    _conversation_arguments(p)
+
+
+def _explain_command(add: AddCommand) -> None:
+    p = add(
         "explain",
         _delegate("mockllm.explain", "explain_command"),
         "say which step a recorded request would match",
@@ -531,7 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--endpoint", metavar="PATH", help="the request path, e.g. /v1/chat/completions")
     p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
 
-    p = command(
+
+def _lsp_command(add: AddCommand) -> None:
+    add(
         "lsp",
         _cmd_lsp,
         "run the language server for editors (stdio)",
@@ -539,7 +555,9 @@ def build_parser() -> argparse.ArgumentParser:
         "go to definition, symbols and formatting for .mockllm files. Needs the `lsp` extra.",
     )
 
-    p = command(
+
+def _import_command(add: AddCommand) -> None:
+    p = add(
         "import",
         _delegate("mockllm.recording", "import_command"),
         "turn VCR cassettes, HAR files and JSON pairs into .mockllm scripts",
@@ -549,7 +567,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE", help="cassette files or directories of them")
     p.add_argument("--out", required=True, metavar="DIR", help="where to write the scripts")
 
-    p = command(
+
+def _record_command(add: AddCommand) -> None:
+    p = add(
         "record",
         _delegate("mockllm.server.record.recorder", "record_command"),
         "a recording proxy: forward to the real APIs, write each conversation as a script",
@@ -568,6 +588,45 @@ def build_parser() -> argparse.ArgumentParser:
     _listen(p)
     p.add_argument("--keep-timing", action="store_true", help="write the measured latency and chunk spacing")
     p.add_argument("--timeout", type=_seconds, default=600.0, help="upstream read timeout in seconds; default: 600")
+
+
+#: every command, in the order `mockllm --help` lists them: each adds its parser and its arguments
+COMMANDS: tuple[Callable[[AddCommand], None], ...] = (
+    _check_command,
+    _fmt_command,
+    _graph_command,
+    _convert_command,
+    _mcp_command,
+    _serve_command,
+    _explain_command,
+    _lsp_command,
+    _import_command,
+    _record_command,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks for internal errors"
+    )
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="A mock LLM server for end-to-end tests, driven by .mockllm scenario scripts.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {installed_version()}")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks for internal errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(
+        name: str, func: Callable[[argparse.Namespace], int], summary: str, description: str
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[debug], help=summary, description=description)
+        p.set_defaults(func=func)
+        return p
+
+    for add_command in COMMANDS:
+        add_command(command)
     return parser
 
 

@@ -19,6 +19,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
 from mockllm.lsp import completion, document, edits, navigation
+from mockllm.version import installed_version
 
 #: How long the text must stay unchanged before it is checked again.
 DEBOUNCE_SECONDS = 0.25
@@ -45,9 +46,7 @@ _SEVERITY = {"error": t.DiagnosticSeverity.Error, "warning": t.DiagnosticSeverit
 
 class MockllmServer(LanguageServer):
     def __init__(self) -> None:
-        from mockllm.cli import _version
-
-        super().__init__("mockllm", _version(), text_document_sync_kind=t.TextDocumentSyncKind.Incremental)
+        super().__init__("mockllm", installed_version(), text_document_sync_kind=t.TextDocumentSyncKind.Incremental)
         self.pending: dict[str, asyncio.Task[None]] = {}
 
 
