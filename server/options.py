@@ -14,7 +14,7 @@ from mockllm.server.http.body_deadline import DEFAULT_BODY_TIMEOUT_S
 from mockllm.server.state.poll_window import DEFAULT_POLL_S
 
 if TYPE_CHECKING:
-    from mockllm.server.passthrough.passthrough import PassthroughOptions
+    from mockllm.server.passthrough.settings import PassthroughOptions
 
 Sleep = Callable[[float], Awaitable[None]]
 

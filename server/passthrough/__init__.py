@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mockllm.server.passthrough.passthrough import Passthrough, PassthroughOptions
+    from mockllm.server.passthrough.passthrough import Passthrough
+    from mockllm.server.passthrough.settings import PassthroughOptions
 
 
 def passthrough_for(options: PassthroughOptions | None) -> Passthrough | None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from mockllm.dsl.providers import PROVIDERS
 
 if TYPE_CHECKING:
-    from mockllm.server.passthrough.passthrough import PassthroughOptions
+    from mockllm.server.passthrough.settings import PassthroughOptions
 
 __all__ = ["passthrough_arguments", "passthrough_options"]
 

@@ -21,8 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from mockllm.errors import ServerError, UsageError
 from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.engine.outcome import Outcome
@@ -40,6 +38,7 @@ from mockllm.server.passthrough.forward import (
     new_client,
     parse_upstreams,
 )
+from mockllm.server.passthrough.settings import PassthroughOptions
 from mockllm.server.passthrough.writer import ScriptWriter, Written
 
 if TYPE_CHECKING:
@@ -51,16 +50,6 @@ log = logging.getLogger("mockllm.server")
 
 _IDS_KEPT = 10_000
 _RESPONSE_ID = re.compile(rb'"id"\s*:\s*"(resp_[^"]+)"')
-
-
-@attrs.frozen
-class PassthroughOptions:
-    """Where each provider's unmatched requests go, and where to write them (None: nowhere)."""
-
-    upstreams: Mapping[str, str]
-    record_dir: str | None = None
-    timeout_s: float = 600.0
-    keep_timing: bool = False
 
 
 class Passthrough:
