@@ -364,6 +364,8 @@ def initialized(server: BackgroundServer) -> str:
 def test_bad_input_gets_protocol_errors_and_never_stalls(server: BackgroundServer) -> None:
     parse = post(server, b"{not json")
     assert parse.status_code == 400 and parse.json()["error"]["code"] == -32700
+    deep = post(server, b"[" * 100_000)
+    assert deep.status_code == 400 and deep.json()["error"]["code"] == -32700
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "queue", "arguments": {}}}
     missing = post(server, call)
     assert missing.status_code == 400

@@ -89,6 +89,7 @@ def test_a_disconnect_step_ends_the_process(script: Path) -> None:
 def test_bad_lines_get_protocol_errors_and_the_process_goes_on(script: Path) -> None:
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "queue", "arguments": {}}}
     lines = [
+        b"[" * 100_000,
         b"{not json",
         json.dumps([dict(call, id=i) for i in range(10_000)]).encode(),
         json.dumps(call).encode(),  # before initialize
@@ -107,12 +108,12 @@ def test_bad_lines_get_protocol_errors_and_the_process_goes_on(script: Path) -> 
     )
     assert done.returncode == 0, done.stderr
     answers = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [a.get("id") for a in answers] == [None, None, 1, 2, 3]
-    assert answers[0]["error"]["code"] == -32700
-    assert answers[1]["error"]["code"] == -32600
-    assert answers[2]["error"] == {"code": -32600, "message": "Invalid request: initialize the session first"}
-    assert answers[3]["result"]["protocolVersion"] == "2025-11-25"  # an unknown version: the latest
-    assert answers[4]["result"]["content"][0]["text"] == "ticket 1"
+    assert [a.get("id") for a in answers] == [None, None, None, 1, 2, 3]
+    assert answers[0]["error"]["code"] == answers[1]["error"]["code"] == -32700
+    assert answers[2]["error"]["code"] == -32600
+    assert answers[3]["error"] == {"code": -32600, "message": "Invalid request: initialize the session first"}
+    assert answers[4]["result"]["protocolVersion"] == "2025-11-25"  # an unknown version: the latest
+    assert answers[5]["result"]["content"][0]["text"] == "ticket 1"
 
 
 def test_an_unknown_server_name_is_refused_on_stderr(script: Path) -> None:

@@ -67,7 +67,11 @@ def default_result(tool: McpTool, arguments: Mapping[str, Any]) -> dict[str, Any
                 "structuredContent": value,
                 "isError": False,
             }
-    return text_result(f"{tool.name} called with {_json_text(dict(arguments))}")
+    try:
+        shown = _json_text(dict(arguments))
+    except (RecursionError, ValueError):
+        shown = "(arguments nested too deeply to show)"
+    return text_result(f"{tool.name} called with {shown}")
 
 
 # ---------------------------------------------------------------------------------------------------------

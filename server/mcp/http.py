@@ -100,7 +100,7 @@ class McpEndpoint:
             return
         try:
             obj = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             await self._json(channel, 400, p.rpc_error(None, p.PARSE_ERROR, f"Parse error: {exc}"))
             return
         msg = p.read_message(obj)

@@ -59,7 +59,7 @@ class StdioServer:
                 continue
             try:
                 obj = json.loads(raw)
-            except (ValueError, UnicodeDecodeError) as exc:
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 self.write(p.rpc_error(None, p.PARSE_ERROR, f"Parse error: {exc}"))
                 continue
             msg = p.read_message(obj)
@@ -74,6 +74,14 @@ class StdioServer:
         return 1 if self.dropped.is_set() else 0
 
     async def answer(self, msg: p.Message) -> None:
+        try:
+            await self._answer(msg)
+        except Exception as exc:  # a bug must not leave the client waiting: a JSON-RPC error, on stderr too
+            print(f"mockllm: internal error answering {msg.method}: {exc!r}", file=sys.stderr)
+            if msg.kind == "request":
+                self.write(p.rpc_error(msg.id, p.INTERNAL_ERROR, "mockllm: internal error"))
+
+    async def _answer(self, msg: p.Message) -> None:
         service = self.service
         handled = await service.handle(self.server, msg, self.session)
         call = handled.call
