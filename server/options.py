@@ -52,5 +52,7 @@ class ServerOptions:
     state_poll_s: float = DEFAULT_POLL_S
     # `--passthrough` / `--record-missing`: where unmatched requests are forwarded and written (server/passthrough/)
     passthrough: PassthroughOptions | None = None
+    # `--cors ORIGIN …`: browser origins whose pages may call the mock (`*`: any); empty: no CORS (server/http/cors.py)
+    cors: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
     clock: Clock = attrs.field(factory=SystemClock, eq=False)

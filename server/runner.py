@@ -322,6 +322,7 @@ def serve_command(args: argparse.Namespace) -> int:
         shutdown_grace_s=float(getattr(args, "shutdown_grace", DEFAULT_SHUTDOWN_GRACE_S)),
         scenario_base=os.path.abspath(base) if base is not None else scenario_base(paths),
         passthrough=passthrough_options(args),
+        cors=tuple(getattr(args, "cors", None) or ()),
     )
     return run(
         library,

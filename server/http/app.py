@@ -401,7 +401,15 @@ class MockllmApp(Starlette):
     fast_routes: dict[str, ProviderEndpoint]
     fast_prefixes: tuple[tuple[str, ASGIApp], ...] = ()  # a subsystem's paths by prefix (/mcp/NAME)
 
+    cors: ASGIApp | None = None  # `--cors`: server/http/cors.py in front of dispatch
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.cors is not None:
+            await self.cors(scope, receive, send)
+            return
+        await self.dispatch(scope, receive, send)
+
+    async def dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         for prefix, app in self.fast_prefixes:
             if scope["type"] == "http" and scope["path"].startswith(prefix) and not scope.get("root_path"):
                 await app(scope, receive, send)
@@ -466,5 +474,9 @@ def create_app(
     app.fast_prefixes = tuple(
         (r.app.prefix, r.app) for r in routes if isinstance(r, Route) and isinstance(r.app, McpEndpoint)
     )
+    if opts.cors:
+        from mockllm.server.http.cors import Cors
+
+        app.cors = Cors(app.dispatch, opts.cors, admin_guarded=opts.admin_token is not None)
     app.state.mockllm = state
     return app

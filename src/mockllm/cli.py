@@ -450,6 +450,13 @@ def _watch_arguments(p: argparse.ArgumentParser) -> None:
         help="reload the library when its files change; a broken edit keeps the previous library serving",
     )
     p.add_argument(
+        "--cors",
+        nargs="+",
+        metavar="ORIGIN",
+        help="let pages of these browser origins call the mock (`*`: any; default: none); the admin API only "
+        "with --admin-token",
+    )
+    p.add_argument(
         "--verbose",
         action="store_true",
         help="at start-up, list every file of the library and its scenarios (by default: how many from how many files)",
