@@ -259,6 +259,8 @@ def test_arguments_that_miss_the_schema_and_unknown_tools_get_the_official_serve
     assert unknown.is_error is True and unknown.content[0].text == "Unknown tool: nope"
     verify = httpx.get(server.url + "/_mockllm/verify").json()
     assert [r["rejected"] for r in verify["rejected"]] == [text, "Unknown tool: nope"]
+    assert len({r["conversation"] for r in verify["rejected"]}) == 1  # the session's own conversation
+    assert verify["rejected"][0]["conversation"].startswith("mcp-")
 
 
 def test_steps_run_in_order_per_session_and_sessions_do_not_share_state(server: BackgroundServer) -> None:

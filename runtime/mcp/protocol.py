@@ -136,12 +136,6 @@ def prepare_call(server: McpServer, msg: Message, conversation: str, headers: Ma
         arguments = {}
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return Call(immediate=rpc_error(msg.id, INVALID_PARAMS, "Invalid request parameters"), rpc_error=True)
-    tool = find_tool(server, name)
-    if tool is None:
-        return Call(immediate=unknown_tool(name), rejected=f"Unknown tool: {name}")
-    problem = argument_error(tool, arguments)
-    if problem is not None:
-        return Call(tool=tool, immediate=problem, rejected=problem["content"][0]["text"])
     sent = dict(headers or {})
     if not sent.get(CONVERSATION_HEADER):
         sent[CONVERSATION_HEADER] = conversation
@@ -152,11 +146,17 @@ def prepare_call(server: McpServer, msg: Message, conversation: str, headers: Ma
         stream=False,
         messages=(),
         headers=sent,
-        body=dict(msg.params),
+        body=msg.params,
         operation="mcp",
         tool=name,
         arguments=arguments,
     )
+    tool = find_tool(server, name)
+    if tool is None:
+        return Call(chat=chat, immediate=unknown_tool(name), rejected=f"Unknown tool: {name}")
+    problem = argument_error(tool, arguments)
+    if problem is not None:
+        return Call(chat=chat, tool=tool, immediate=problem, rejected=problem["content"][0]["text"])
     return Call(chat=chat, tool=tool)
 
 
