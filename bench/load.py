@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -89,11 +90,12 @@ class Client:
         url = urlsplit(args.url)
         self.host = url.hostname or "127.0.0.1"
         self.port = url.port or 80
-        body = args.body.encode()
+        body = args.body.encode() if args.body_file is None else args.body_file.read_bytes()
+        typed = any(h.lower().startswith("content-type:") for h in args.header)  # (a multipart upload's own)
         lines = [
             f"POST {args.path} HTTP/1.1",
             f"Host: {self.host}:{self.port}",
-            "Content-Type: application/json",
+            *([] if typed else ["Content-Type: application/json"]),
             "Authorization: Bearer sk-bench",
             f"Content-Length: {len(body)}",
             *args.header,
@@ -249,7 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="HTTP/1.1 keep-alive load generator for the mockllm benchmark.")
     parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8080")
     parser.add_argument("--path", default="/v1/chat/completions")
-    parser.add_argument("--body", required=True, help="the JSON request body")
+    parser.add_argument("--body", default="", help="the JSON request body")
+    parser.add_argument("--body-file", type=Path, default=None, help="the request body's bytes, from a file")
     parser.add_argument("--header", action="append", default=[], help="an extra request header 'Name: value'")
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--duration", type=float, default=3.0, help="measuring window in seconds")

@@ -12,6 +12,7 @@ from typing import Any
 
 import anthropic
 import httpx
+import openai
 import pytest
 from conftest import _serve
 from google.genai import types
@@ -196,3 +197,14 @@ def test_cohere_and_mistral_image_url_parts(server: BackgroundServer) -> None:
         ],  # type: ignore[list-item]
     )
     assert mistral_out.choices[0].message.content == "I see a picture."  # type: ignore[index,union-attr]
+
+
+def test_an_image_where_openai_takes_none_is_refused(server: BackgroundServer) -> None:
+    """An image part in a system or assistant message: OpenAI's 400 naming the part and the types allowed."""
+    image = {"type": "image_url", "image_url": {"url": DATA_URL}}
+    for role, allowed in (("system", "'text'"), ("assistant", "'text' and 'refusal'")):
+        messages = [{"role": role, "content": [image]}, {"role": "user", "content": "plain"}]
+        with pytest.raises(openai.BadRequestError) as caught:
+            oa(server.url).chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
+        assert caught.value.body["message"] == f"Invalid value: 'image_url'. Supported values are: {allowed}."  # type: ignore[index]
+        assert caught.value.param == "messages[0].content[0].type"  # type: ignore[attr-defined]

@@ -16,6 +16,9 @@ AMPLITUDE = 64
 _ONE = struct.pack("<h", AMPLITUDE)
 _ZERO = struct.pack("<h", -AMPLITUDE)
 _HEAD_BITS = (len(MAGIC) + 4) * 8
+MAX_TEXT_BYTES = 4096 * 4  # the longest speech input (4,096 characters) in UTF-8
+#: how many bytes of samples can hold a text: a reader need look no further
+MAX_SAMPLE_BYTES = (len(MAGIC) + 8 + MAX_TEXT_BYTES) * 8 * 2
 
 
 def payload(text: str) -> bytes:

@@ -25,17 +25,18 @@ def write(samples: bytes, rate: int, comment: str = "") -> bytes:
 
 def read(data: bytes) -> Heard:
     """A WAV file's length from its ``fmt`` and ``data`` chunks, and the text in its samples."""
-    pos, fmt, samples = 12, None, None
+    pos, fmt, samples, length = 12, None, None, 0
     while pos + 8 <= len(data):
         kind, size = data[pos : pos + 4], struct.unpack_from("<I", data, pos + 4)[0]
-        body = data[pos + 8 : pos + 8 + size]  # streamed WAVs say 0xFFFFFFFF: the rest of the file
+        if kind == b"data":  # its length, and only the samples that can carry text (no copy of the rest)
+            length = min(size, len(data) - pos - 8)  # streamed WAVs say 0xFFFFFFFF: the rest of the file
+            samples = data[pos + 8 : pos + 8 + min(length, inband.MAX_SAMPLE_BYTES)]
+            break
+        body = data[pos + 8 : pos + 8 + size]
         if kind == b"fmt ":
             if len(body) < 16:
                 raise UnreadableAudio("the WAV file's fmt chunk is cut short")
             fmt = struct.unpack_from("<HHIIHH", body)
-        elif kind == b"data":
-            samples = body
-            break
         pos += 8 + size + (size % 2)
     if fmt is None or samples is None:
         raise UnreadableAudio("the WAV file has no " + ("fmt" if fmt is None else "data") + " chunk")
@@ -43,4 +44,4 @@ def read(data: bytes) -> Heard:
     if not byte_rate or not rate or not channels:
         raise UnreadableAudio("the WAV file's fmt chunk gives no sample rate")
     text = inband.read(samples) if channels == 1 and bits == 16 else None
-    return Heard("wav", len(samples) / byte_rate, text)
+    return Heard("wav", length / byte_rate, text)

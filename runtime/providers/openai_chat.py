@@ -71,9 +71,11 @@ ERROR_CODES = {401: "invalid_api_key", 429: "rate_limit_exceeded"}
 # ---------------------------------------------------------------- parsing
 
 
-def _content_text(value: Any, path: FieldPath, *, nullable: bool) -> str:
+def _content_text(value: Any, path: FieldPath, *, nullable: bool, allowed: tuple[str, ...] = ()) -> str:
     """A message's text: a string, or the text of its ``{type:"text"}`` parts joined with "\\n"
-    (image, audio, file and refusal parts carry no text)."""
+    (image, audio, file and refusal parts carry no text). ``allowed``: the part types the message's role
+    takes (system and tool messages only text, assistant messages text and refusals), as the real API
+    checks them; empty: any."""
     if value is None:
         if nullable:
             return ""
@@ -87,6 +89,14 @@ def _content_text(value: Any, path: FieldPath, *, nullable: bool) -> str:
         kind = require_str(part, "type", at)
         if kind == "text":
             texts.append(require_str(part, "text", at))
+        elif allowed and kind not in allowed:
+            supported = " and ".join(f"'{a}'" for a in allowed)
+            raise ProviderError(
+                400,
+                f"Invalid value: '{kind}'. Supported values are: {supported}.",
+                code="invalid_value",
+                param=at.key("type").text,
+            )
     return "\n".join(texts)
 
 
@@ -187,7 +197,7 @@ def _messages(
         content = obj.get("content")
         if role in ("system", "developer"):
             require(obj, "content", at)
-            text = _content_text(content, at.key("content"), nullable=False)
+            text = _content_text(content, at.key("content"), nullable=False, allowed=("text",))
             system.append(text)
             messages.append(Message("system", text, index=i))
         elif role == "user":
@@ -195,7 +205,7 @@ def _messages(
             text = content if isinstance(content, str) else _content_text(content, at.key("content"), nullable=False)
             messages.append(Message("user", text, index=i, attachments=content_attachments(content)))
         elif role == "assistant":
-            text = _content_text(content, at.key("content"), nullable=True)
+            text = _content_text(content, at.key("content"), nullable=True, allowed=("text", "refusal"))
             raw_calls = optional_list(obj, "tool_calls", at)
             calls = _tool_calls(raw_calls, at.key("tool_calls"), object_arguments) if raw_calls else ()
             for call in calls:
@@ -205,7 +215,7 @@ def _messages(
         else:  # tool
             call_id = require_str(obj, "tool_call_id", at)
             require(obj, "content", at)
-            text = _content_text(content, at.key("content"), nullable=False)
+            text = _content_text(content, at.key("content"), nullable=False, allowed=("text",))
             result = ToolResult(call_id, call_names.get(call_id), text)
             messages.append(Message("tool", text, tool_result=result, index=i))
     return messages, system

@@ -13,6 +13,7 @@ models answer ``b64_json`` and ``usage`` by default; DALL·E models a URL, as th
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import importlib.util
 from typing import Any
@@ -22,10 +23,11 @@ import attrs
 from mockllm.runtime.media import images
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
+    JSON_MEDIA,
     FieldPath,
     as_int,
     invalid_value,
-    json_response,
+    json_text,
     load_json_object,
     missing,
     one_of,
@@ -259,14 +261,25 @@ def render_images(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> R
         elif as_url:
             item["url"] = _base_url(chat) + image_path(picture.seed, width, height, fmt)
         else:
-            item["b64_json"] = base64.b64encode(picture.data).decode("ascii")
+            item["b64_json"] = _B64  # spliced in below: base64 needs no escaping, and is most of the body
         if chat.model == "dall-e-3":
             item["revised_prompt"] = chat.inputs[0] if chat.inputs else ""
         data.append(item)
     payload: dict[str, Any] = {"created": ctx.created, "data": data}
     if gpt:
         payload.update(echo, usage=_usage(plan, len(shown)))
-    return json_response(payload, headers=headers)
+    pieces = json_text(payload).split(json_text(_B64))
+    b64 = [f'"{_base64(p.data)}"' for p in shown] if len(pieces) > 1 else []
+    text = pieces[0] + "".join(b + rest for b, rest in zip(b64, pieces[1:], strict=True))
+    return Rendered(200, JSON_MEDIA, headers=headers, body=text.encode("ascii", "backslashreplace"))
+
+
+@functools.lru_cache(maxsize=64)  # a drawn picture is the same bytes object while images.draw keeps it
+def _base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+_B64 = "\x00mockllm-b64\x00"  # a marker no field of the payload holds (the client's prompt aside: NULs)
 
 
 def _stream(
