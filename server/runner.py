@@ -127,7 +127,10 @@ def run(
     except OSError as exc:
         print(f"mockllm: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    from mockllm.server.inspector.routes import inspector_url
+
     print(f"mockllm listening on {url_for(host, sock)}", file=stream, flush=True)
+    print(f"mockllm inspector on {inspector_url(url_for(host, sock))}", file=stream, flush=True)  # the second line
     from mockllm.server.http.admin import library_description
 
     where = f"; state in Redis at {opts.state}" if opts.state else ""

@@ -1,7 +1,7 @@
 """The docs site's navigation is complete, and the examples of the pages this suite owns run. (`mkdocs build
 --strict` runs in .ci/run, which installs the `docs` extra; the test extra stays free of mkdocs.)
 
-Conventions in those pages (index, pytest, python-api, admin-api, cli, embeddings):
+Conventions in those pages (index, pytest, python-api, admin-api, cli, embeddings, inspector):
 - a fenced block whose first line is ``# file: NAME`` is written under NAME into a fresh project
   directory for the page (scenarios, ``pyproject.toml``, Python files);
 - a ```python block saved as ``test_*.py`` is a complete pytest file: the page's test files run in one
@@ -27,7 +27,16 @@ from sdk_clients import opened
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PAGES = ("index.md", "pytest.md", "python-api.md", "admin-api.md", "cli.md", "embeddings.md", "voice-and-images.md")
+PAGES = (
+    "index.md",
+    "pytest.md",
+    "python-api.md",
+    "admin-api.md",
+    "cli.md",
+    "embeddings.md",
+    "voice-and-images.md",
+    "inspector.md",
+)
 FENCE = re.compile(r"^```([A-Za-z-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 FILE_LINE = re.compile(r"#\s*file:\s*(\S+)")
 NAV = {

@@ -173,6 +173,7 @@ def test_plugin_in_a_user_project(project: Path) -> None:
     strict = output.split("test_unmatched_request_fails_strict", 1)[1]
     assert "mockllm: no step matched" in strict, output
     assert "step `hello`" in strict and 'seen "something nobody scripted"' in strict, output
+    assert re.search(r"see the unmatched request in the inspector: http://127\.0\.0\.1:\d+/_mockllm/ui", strict), output
     # require_all_used: the steps of the marker's file the test never used are named
     assert "mockllm: steps never used:" in output, output
     assert 'scenario "Weather", step `ask`' in output and 'scenario "Weather", step `answer`' in output, output

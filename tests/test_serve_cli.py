@@ -80,6 +80,11 @@ def test_first_line_free_port_library_and_sigterm(tmp_path: Path) -> None:
     script.write_text(GOOD)
     with serving(str(script)) as (proc, url):
         assert int(url.rsplit(":", 1)[1]) > 0
+        assert proc.stdout is not None
+        second = proc.stdout.readline().rstrip("\n")  # the inspector's address, on the second line
+        assert second == f"mockllm inspector on {url}/_mockllm/ui"
+        page = httpx.get(url + "/_mockllm/ui")
+        assert page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
         health = httpx.get(url + "/_mockllm/health").json()
         answer = ask(url).json()["choices"][0]["message"]["content"]
         code = stop(proc)

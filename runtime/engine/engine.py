@@ -783,6 +783,10 @@ class Engine:
         :meth:`Journal.page`)."""
         return self._journal.page(limit, after)
 
+    def journal_newest(self, limit: int = DEFAULT_PAGE, before: int | None = None) -> list[dict[str, Any]]:
+        """The newest entries below ``before``, newest first (see :meth:`Journal.newest`)."""
+        return self._journal.newest(limit, before)
+
     def conversations(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.conversation_records()]
 

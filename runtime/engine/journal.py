@@ -388,6 +388,20 @@ class Journal:
                 picked.append(entry)
         return [e.to_json() for e in picked], (picked[-1].id if more and picked else None)
 
+    def newest(self, limit: int = DEFAULT_PAGE, before: int | None = None) -> list[dict[str, Any]]:
+        """Up to ``limit`` entries (at most :data:`MAX_PAGE`) with ids below ``before`` (all when None),
+        newest first: what the inspector lists first."""
+        limit = max(1, min(limit, MAX_PAGE))
+        with self._lock:
+            picked: list[JournalEntry] = []
+            for entry_id in reversed(self._entries):
+                if before is not None and entry_id >= before:
+                    continue
+                picked.append(self._entries[entry_id])
+                if len(picked) == limit:
+                    break
+        return [e.to_json() for e in picked]
+
     def drop_conversation(self, conversation: str) -> None:
         with self._lock:
             for k in [k for k, e in self._entries.items() if e.conversation == conversation]:

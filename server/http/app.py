@@ -34,6 +34,7 @@ from mockllm.server.http.routes import split_model_path as _split
 from mockllm.server.http.server_state import ServerState
 from mockllm.server.http.server_state import server_state as server_state  # (its old home: still imported from here)
 from mockllm.server.http.streaming import DRAIN_CAP, Channel
+from mockllm.server.inspector.routes import inspector_routes
 from mockllm.server.mcp.http import McpEndpoint, mcp_routes
 from mockllm.server.media.images import image_routes
 from mockllm.server.options import ServerOptions
@@ -382,6 +383,7 @@ def _admin_routes(state: ServerState) -> list[BaseRoute]:
 # function from the server's state to its routes. A new transport (server/audio/, server/mcp/,
 # server/realtime/ …; docs/architecture.md, "Adding a transport") adds its function here, one a line.
 SUBSYSTEM_ROUTES: tuple[Callable[[ServerState], list[BaseRoute]], ...] = (
+    inspector_routes,  # /_mockllm/ui: the inspector page (server/inspector/), before the admin API's mount
     _admin_routes,  # /_mockllm: the admin API
     mcp_routes,  # /mcp/NAME: the library's `mcp server` blocks (server/mcp/)
     image_routes,  # /mockllm/images/…: the pictures images answers give as URLs (server/media/)

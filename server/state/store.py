@@ -88,6 +88,10 @@ class StateStore:
     async def journal_page(self, limit: int, after: int) -> tuple[list[dict[str, Any]], int | None]:
         return self.engine.journal_page(limit, after)
 
+    async def journal_newest(self, limit: int, before: int | None) -> list[dict[str, Any]]:
+        """Up to ``limit`` entries with ids below ``before`` (None: the newest), newest first."""
+        return self.engine.journal_newest(limit, before)
+
     async def conversations(self) -> list[dict[str, Any]]:
         return self.engine.conversations()
 

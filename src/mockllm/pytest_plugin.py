@@ -246,6 +246,8 @@ class MockLLM:
             text = attrs.evolve(verification, unmatched=unmatched).report()
             if text:
                 parts.append(text)
+            if verification.unmatched:  # the nearest step and its failed condition, on a page (docs/inspector.md)
+                parts.append(f"mockllm: see the unmatched request in the inspector: {self.server.url}/_mockllm/ui")
         if self.require_all_used:
             mine = set(self.loaded)
             unused = tuple(s for s in verification.unused_steps if s.get("scenario") in mine)

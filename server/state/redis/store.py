@@ -427,6 +427,17 @@ class RedisStore(StateStore):
 
     async def _entries(self, start: str, count: int | None) -> list[dict[str, Any]]:
         items = await self._call(self._client.xrange, PREFIX + "journal", min=start, max="+", count=count)
+        return await self._delivered(items)
+
+    async def journal_newest(self, limit: int, before: int | None) -> list[dict[str, Any]]:
+        if before is not None and before <= 1:
+            return []
+        top = "+" if before is None else f"{before - 1}-1"  # each entry's stream id is ID-1
+        items = await self._call(self._client.xrevrange, PREFIX + "journal", max=top, min="-", count=limit)
+        return await self._delivered(items)
+
+    async def _delivered(self, items: list[tuple[str, dict[str, str]]]) -> list[dict[str, Any]]:
+        """Journal stream items as entries, each with how its answer went (the ``fin`` hash)."""
         if not items:
             return []
         ids = [item_id.split("-", 1)[0] for item_id, _ in items]
