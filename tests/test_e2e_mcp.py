@@ -277,12 +277,12 @@ def test_steps_run_in_order_per_session_and_sessions_do_not_share_state(server: 
 
 def test_latency_errors_hangs_and_cut_connections(server: BackgroundServer) -> None:
     async def go() -> tuple[Any, BaseException | None, BaseException | None]:
-        async with Client(server.url + "/mcp/shop", mode="legacy", read_timeout_seconds=1.0) as c:
+        async with Client(server.url + "/mcp/shop", mode="legacy", read_timeout_seconds=WAIT) as c:
             late = await c.call_tool("slow", {"mode": "late"})
             failures: list[BaseException | None] = []
             for mode in ("broken", "stuck"):
-                try:
-                    await c.call_tool("slow", {"mode": mode})
+                try:  # the client gives a call that never answers one second
+                    await c.call_tool("slow", {"mode": mode}, read_timeout_seconds=1.0)
                     failures.append(None)
                 except Exception as exc:
                     failures.append(exc)

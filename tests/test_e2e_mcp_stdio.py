@@ -42,7 +42,7 @@ def spawn(script: Path, name: str = "shop") -> StdioServerParameters:
 
 def test_the_scripts_own_server_answers_every_kind_of_call(script: Path) -> None:
     async def go() -> dict[str, Any]:
-        async with Client(spawn(script), mode="legacy", read_timeout_seconds=1.5) as c:
+        async with Client(spawn(script), mode="legacy", read_timeout_seconds=WAIT) as c:
             out: dict[str, Any] = {"tools": (await c.list_tools()).tools}
             out["shipped"] = await c.call_tool("lookup", {"id": "A1"})
             out["default"] = await c.call_tool("lookup", {"id": "B2"})
@@ -53,8 +53,8 @@ def test_the_scripts_own_server_answers_every_kind_of_call(script: Path) -> None
             out["tickets"] = [(await c.call_tool("queue", {})).content[0].text for _ in range(3)]
             out["late"] = await c.call_tool("slow", {"mode": "late"})
             for mode in ("broken", "stuck"):
-                try:
-                    await c.call_tool("slow", {"mode": mode})
+                try:  # the client gives a call that never answers one second
+                    await c.call_tool("slow", {"mode": mode}, read_timeout_seconds=1.0)
                 except MCPError as exc:
                     out[mode] = exc
             out["after"] = await c.list_tools()  # a hanging call holds only itself
