@@ -1188,72 +1188,19 @@ METHOD = """\
   through `POST /v1/embeddings` on a loopback Hypercorn server, one request of 100 inputs at a time,
   `encoding_format` float and base64; the best of 3 one-second windows. Not run in `--smoke` mode.
 
-## What keeps the serving path fast
+## How to rerun
 
-Profiled with py-spy (server under `bench/load.py`) and cProfile/pyinstrument on the ASGI app
-in-process. What each change removed:
+```sh
+pip install -e '.[dev]'                     # the servers, Redis's client and the SDKs the rows use
+python bench/run.py                         # every row (about 7 minutes), rewrites this page
+python bench/run.py --only 7                # one row (7: aimock, which needs npm); the others are kept
+python bench/run.py --smoke                 # every row in under a minute, printed, nothing written
+python bench/fixture_overhead.py            # the pytest fixture's cost per test (section below)
+```
 
-- **Chat routes skip Starlette.** A `POST` to a chat path goes straight from the ASGI entry to its
-  endpoint, which reads the body, drains what it leaves unread (413) and answers its own errors; the
-  middleware stack (three layers and their per-request closures) and the route scan run only for
-  everything else.
-- **Static replies are planned once.** A reply without templates or echo is rendered, split for
-  streaming and its output tokens estimated once per step; per request only the model, the prompt
-  estimate and the tool-call keys are filled in (and an identical plan is reused). The template
-  environment is not built for such replies.
-- **The OpenAI completion body is assembled, not encoded.** Its fixed parts are written once; only
-  its strings go through the JSON encoder (byte-identical to `json.dumps` of the payload: a property
-  test checks it). Shared JSON encoder and decoder instead of one built per call.
-- **No per-request work that can be shared or skipped.** Field paths for parse errors are built only
-  on error and cached; header names are validated once; the disconnect watcher task starts only for
-  replies that take time (latency, spaced streams, hangs); ids come from a seeded PRNG instead of
-  `uuid4` system calls; the journal is not rewritten when the delivery changes nothing in it.
-- **Streams without spacing are one write** (the same bytes, one body message instead of one per
-  event); spaced streams join the frames due at the same instant (5 writes instead of 8 for the timed
-  script).
-- **Latency counts from the request's arrival**, so reading, matching and rendering time is part of
-  the scripted latency instead of added to it.
-- **Granian** (`--server granian`): HTTP parsing and writing in Rust, the app on uvloop; on one core a
-  bare app served about 1.3–1.5× what it served on Uvicorn; with mockllm's app on it, Uvicorn is now
-  the faster per core (row 7). Its listening socket gets `TCP_NODELAY` (inherited by accepted connections):
-  without it a stream's last write waited for the client's delayed ACK, 40 ms per stream.
-- **Ids from one digest.** The `chatcmpl-…` id (29 letters and digits) and the other ids are a blake2b
-  digest of their seed, each byte turned into a letter or digit by `bytes.translate`, instead of
-  big-integer division digit by digit. A property test checks length, alphabet and determinism.
-- **A plan's fixed bytes are written once.** A stream's chunks are a head (id, created, model) and a
-  tail that depends on the plan alone; a non-streamed completion's part after `created` likewise. They
-  are kept per plan (a weak reference, small tails only) and reused while the plan is, as a static
-  reply's is: a 20-chunk stream took 54% fewer instructions in-process. Property tests check the bytes
-  against encoding each payload whole, written and reused.
-- **Uvicorn writes a response once.** Uvicorn writes the head when the response starts and the body
-  apart; mockllm's Uvicorn protocol holds a write until the next one or the end of the loop's turn,
-  so head and body leave in one system call (a test counts the socket writes).
-- **Uvicorn's head checks, once per response.** Uvicorn searches every response header's name and
-  value with a regular expression; mockllm's protocol remembers names found valid and checks all the
-  values in one `bytes.translate` pass (tests compare its heads with Uvicorn's own, byte for byte, and
-  every byte value Uvicorn refuses). The keep-alive timer is armed once per connection instead of once
-  per response. Both replace Uvicorn methods and are used only on the Uvicorn whose methods they were
-  checked against (digests of their source). Uvicorn runs without its proxy-header middleware (the
-  admin API reads `X-Forwarded-For`, `X-Real-IP` and `Forwarded` itself, on every server), and the
-  body deadline no longer asks for the running loop (a `getpid` system call per request on 3.11).
-- **Response and request ids without a digest.** A lone server's response id is its count times an
-  odd 200-bit constant (one-to-one, so never repeated); servers sharing Redis keep a digest keyed by
-  their random seed, so no client can work out another's id. A request id is random bytes in hex
-  rather than a formatted 128-bit number; each conversation opening is hashed once.
-- **One JSON encoder, built once.** `json.JSONEncoder.encode` builds a new C encoder and a closure on
-  every call, about 1 µs on CPython 3.11, as much as encoding a small reply; `mockllm.runtime.jsonout`
-  builds json's C encoder once and calls it directly, byte for byte the same text (a property test
-  compares it with `JSONEncoder`'s on arbitrary values). The Redis store's journal entries also keep
-  the JSON text of the parts many entries share (where the request came, who answered).
-- **Polling for Redis's answer.** With its state in Redis, a request waiting for the commit's answer
-  keeps the event loop polling (one callback kept ready) for up to 200 µs instead of letting the core
-  sleep (`--state-poll`, `server/state/poll_window.py`): on this virtual machine waking a sleeping core costs
-  tens of µs, about as long as Redis takes to answer. One request at a time (row 9, Uvicorn, c=1) that
-  took the Redis path from about 0.55× to about 0.62× of memory; under load the waits end later than the
-  window, and polling rests by itself.
-
-Targets are those of docs/performance.md. Timed unit tests never assert these numbers; this suite does
-not fail on a missed target, it reports it.
+Run it on a quiet machine: other work on the cores moves every figure (the page says what the load
+was). Timed unit tests never assert these numbers; the suite does not fail on a missed target, it
+reports it.
 """
 
 
@@ -1300,20 +1247,11 @@ def shortfalls(rows: Sequence[Row]) -> list[str]:
             out.append(
                 f"- Row 9, {row.setting.split(';')[0]}: {row.ratio}. A request takes {1e6 / base:.0f} µs here with "
                 f"the state in memory and {1e6 / ours:.0f} µs with it in Redis: the {extra:.0f} µs between is the "
-                "commit's round trip to Redis, which at c=1 little overlaps (the reply and its head are made "
-                "meanwhile). Measured on 2026-11-27 (server pinned, Redis not): about 0.1 ms more of the "
-                "server's CPU than in memory (0.07-0.08 ms in Python: deciding, encoding and packing the commit, "
-                "reading its answer; 0.025 ms in the kernel: one more send, receive and wait), about 0.07 ms "
-                "of Redis's (its commit script 0.03-0.05 ms of it), and a wake-up of Redis's core per request "
-                "(the server polls for the answer for up to 200 µs, `--state-poll`, instead of sleeping): on a "
-                "virtual machine a wake-up costs tens of µs and the code after it runs from cold caches. See "
-                "'Row 9 one request at a time' below. One round trip costs about what a whole "
-                "in-memory request costs on the fastest server, so the faster that path, the lower this "
-                "ratio (Hypercorn, slower, meets it). From c=16 on, the turns that wait for one conversation "
-                "are committed together, one round trip per batch. What would close it: less work per "
-                "commit, in the server and in Redis's script; Redis on the server's core (0.67× measured one "
-                "request at a time; under load the two then share that core). Cheaper wake-ups alone do not: "
-                "with the guest's halt polling on, both paths ran twice as fast and the ratio stayed 0.51×."
+                "commit's round trip to Redis, which one request at a time little overlaps (the reply is "
+                "rendered meanwhile). One round trip costs about what a whole in-memory request costs on the "
+                "fastest server, so the faster that path, the lower this ratio. From c=16 on, the turns that "
+                "wait for one conversation are committed together, one round trip per batch. What would close "
+                "it: less work per commit, in the server and in Redis's script."
             )
             continue
         out.append(
@@ -1322,9 +1260,7 @@ def shortfalls(rows: Sequence[Row]) -> list[str]:
             "history validation, conversation keying, matching, planning, rendering and the journal "
             "(about 20–25 µs of it measured in-process); the faster the server, the larger that fixed cost "
             "is as a share of each request. What would close it: less per-request work in parse and "
-            "journal (e.g. lazy journal entries, parsing only the fields conditions read), or more than "
-            "one worker process; figures on this shared 2-core "
-            "machine also move by ±15% between runs."
+            "journal, or more than one worker process. Figures on a shared machine move by ±15% between runs."
         )
     if out:
         out.insert(0, "## Targets not met, and why")
@@ -1346,13 +1282,43 @@ def kept_sections(out: Path | None) -> list[str]:
     return ["", text[at:].rstrip("\n"), ""] if at >= 0 else []
 
 
+#: what mockllm promises about speed and size (its specification, §8): row number, what, target
+TARGETS = (
+    ("1", "non-streaming chat requests/s vs a bare Starlette route answering the same JSON, same server", "≥ 0.8×"),
+    ("2", "streamed chunks/s vs a bare Starlette streaming route", "≥ 0.8×"),
+    ("3", "cost of matching a request with 10,000 steps loaded vs with 1", "≤ 2×"),
+    ("4", "`mockllm check` on a 10,000-line library", "< 1 s"),
+    ("5", "injected latency and chunk spacing, 64 concurrent streams", "p99 error ≤ 5 ms"),
+    ("6", "memory with 100,000 idle conversations", "< 200 MB, bounded by eviction"),
+    ("7", "requests/s and 20-chunk streams/s vs aimock (Node), one core, c=1/16/64", "≥ 1.0× (ahead)"),
+    ("8", "default embedder vectors/s", "none: measured"),
+    ("9", "requests/s with `--state redis://` vs in memory, same server, one worker", "≥ 0.6×"),
+    ("—", "what the pytest fixture costs a test (`bench/fixture_overhead.py`, below)", "≤ 1 ms"),
+)
+
+INTRO = (
+    "What mockllm promises about speed and size, the latest figures against those targets and against "
+    "the fastest peer (aimock, a mock LLM server on Node), how they are measured, and how to rerun them. "
+    "Every HTTP figure is a ratio against a baseline measured at the same time on the same machine: a "
+    "bare Starlette route on the same server (rows 1, 2, 5), aimock on the same core (row 7), the same "
+    "server with its state in memory (row 9). Compare ratios, not requests/s, between machines."
+)
+
+
 def document(rows: Sequence[Row], note_lines: Sequence[str], kept: Sequence[str] = ()) -> str:
+    targets = ["| # | what | target |", "| --- | --- | --- |", *(f"| {n} | {what} | {t} |" for n, what, t in TARGETS)]
     parts = [
         "# Performance",
         "",
-        "Written by `python bench/run.py` (see `bench/`); rerun it to refresh. Each HTTP figure is a ratio "
-        "against a bare Starlette baseline measured in the same process tree at the same time; row 7 is "
-        "against the fastest peer, aimock (Node), on one core, measured the same way.",
+        INTRO,
+        "",
+        "## Targets",
+        "",
+        *targets,
+        "",
+        "## Latest figures",
+        "",
+        "Written by `python bench/run.py` (see How to rerun, below).",
         "",
         *note_lines,
         "",
@@ -1465,8 +1431,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.extend(kept)
         if kept:
             note_lines.append(
-                f"- Rows {', '.join(sorted({r.num for r in kept}))} are kept from the previous run written "
-                f"to this file (this run measured only {', '.join(sorted(only))})."
+                f"- Rows {', '.join(sorted({r.num for r in kept}))} are kept from an earlier run written "
+                f"to this page (this run measured only {', '.join(sorted(only))})."
             )
     rows.sort(key=lambda r: r.num)
     text = document(rows, note_lines, kept_sections(out))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -77,6 +77,21 @@ class Tool:
     parameters: Mapping[str, Any] = attrs.field(factory=dict)  # JSON Schema, lower-case types
 
 
+@attrs.frozen
+class Continuation:
+    """How a provider's API continues a conversation from an answer mockllm keeps (the Responses API's
+    ``previous_response_id``, Anthropic's message threads). Its adapter sets it on the request; the
+    engine, which knows no provider, keeps each answer under the id and with the tool-call ids the
+    adapter sends, and answers a continuation whose history is gone with this error."""
+
+    kept_id: Callable[[str], str]  # the id a later request names, from the turn's response id
+    call_prefix: str  # the tool-call ids the adapter sends: ``PlannedToolCall.id_for(prefix, length)``
+    call_length: int
+    lost_status: int  # a continuation whose history is gone (never answered, evicted or reset)
+    lost_message: str  # "{id}": the id it names
+    lost_code: str | None = None
+
+
 @fast_frozen
 class ChatRequest:
     provider: Provider
@@ -91,6 +106,7 @@ class ChatRequest:
     include_usage: bool = False  # OpenAI stream_options.include_usage
     previous_response_id: str | None = None  # Responses API; Anthropic's thread `previous_message_id`
     thread: str | None = None  # Anthropic message threads: "create" or "continue" (None: no thread)
+    continuation: Continuation | None = None  # set where the API continues from kept answers
     # embedding and moderation requests (no messages): the texts, and an embedding's own dimension
     operation: Operation = "chat"
     inputs: tuple[str, ...] = ()

@@ -15,6 +15,7 @@ from mockllm.runtime.clock import FakeClock
 from mockllm.runtime.engine.conversations import fingerprint
 from mockllm.runtime.engine.engine import Engine
 from mockllm.runtime.engine.journal import Delivery
+from mockllm.runtime.providers.responses import CONTINUATION
 from mockllm.runtime.reply.ids import call_key
 from mockllm.runtime.reply.plan import ErrorPlan
 from mockllm.runtime.request import ChatRequest, Message, Tool, ToolCall, ToolResult
@@ -468,6 +469,10 @@ def test_memory_stays_bounded_under_many_conversations() -> None:
     assert len(engine.journal()) == 100
 
 
+#: how the Responses adapter continues from kept answers (the engine reads it off the request)
+KEPT = CONTINUATION
+
+
 def test_responses_previous_response_id_continues_the_conversation() -> None:
     m = machine(
         "Agent",
@@ -476,7 +481,9 @@ def test_responses_previous_response_id_continues_the_conversation() -> None:
     )
     engine = Engine(library(m))
     first = engine.handle(
-        ChatRequest("responses", "/v1/responses", "gpt-4o", False, (Message("user", "weather in Rome?"),))
+        ChatRequest(
+            "responses", "/v1/responses", "gpt-4o", False, (Message("user", "weather in Rome?"),), continuation=KEPT
+        )
     )
     assert first.step == "call" and first.response_id
     # the follow-up carries only the tool output; the history lives on the server
@@ -487,6 +494,7 @@ def test_responses_previous_response_id_continues_the_conversation() -> None:
         False,
         (Message("tool", tool_result=ToolResult("call_mock_1", "get_weather", "sunny")),),
         previous_response_id="resp_" + first.response_id,
+        continuation=KEPT,
     )
     second = engine.handle(follow)
     assert second.step == "answer"
@@ -499,7 +507,9 @@ def test_responses_previous_response_id_continues_the_conversation() -> None:
 
 def test_previous_response_history_carries_tool_call_ids() -> None:
     engine = Engine(library(machine("A", step(0, "call", reply=n.ReplyBlock((n.ToolCall("f", {}),))), step(1, "next"))))
-    first = engine.handle(ChatRequest("responses", "/v1/responses", "m", False, (Message("user", "go"),)))
+    first = engine.handle(
+        ChatRequest("responses", "/v1/responses", "m", False, (Message("user", "go"),), continuation=KEPT)
+    )
     follow = ChatRequest(
         "responses",
         "/v1/responses",
@@ -507,6 +517,7 @@ def test_previous_response_history_carries_tool_call_ids() -> None:
         False,
         (Message("tool", tool_result=ToolResult("call_mock_1", "f", "done")),),
         previous_response_id=first.response_id,
+        continuation=KEPT,
     )
     out = engine.explain(follow)
     assert out.step == "next"

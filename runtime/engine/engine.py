@@ -55,7 +55,6 @@ from mockllm.runtime.engine.journal import (
 )
 from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
-from mockllm.runtime.reply.ids import anthropic_message_id
 from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
 from mockllm.runtime.reply.vectors import default_plan, plan_inputs
@@ -315,15 +314,12 @@ def _call_offset(chat: ChatRequest) -> int:
 
 
 def _not_found(chat: ChatRequest, missing: str) -> ErrorPlan:
-    """The error for a continuation whose history is gone: the Responses API's 400, or Anthropic's
-    documented 404 ``thread_not_found``, on which the SDK replays the whole conversation."""
-    if chat.provider == "anthropic":
-        message = (
-            f"No usable Thread state was found for previous_message_id '{missing}'. Replay the full "
-            'conversation with thread: {"type": "create"} to start a new Thread.'
-        )
-        return ErrorPlan(chat.model, 404, message, code="thread_not_found")
-    return ErrorPlan(chat.model, 400, f"Previous response with id '{missing}' not found.")
+    """The error for a continuation whose history is gone, in the words its adapter gives (Anthropic's
+    404 ``thread_not_found``, on which the SDK replays the whole conversation; the Responses API's 400)."""
+    how = chat.continuation
+    if how is None:
+        return ErrorPlan(chat.model, 400, f"mockllm: no answer is kept under the id '{missing}'")
+    return ErrorPlan(chat.model, how.lost_status, how.lost_message.replace("{id}", missing), code=how.lost_code)
 
 
 def without_payloads(value: Any) -> Any:
@@ -680,11 +676,9 @@ class Engine:
         if entry.attachments:  # the journal shows attachments as kind, type and size: never their payload
             entry.body = without_payloads(chat.body)
         remember: tuple[str, StoredResponse] | None = None
-        if isinstance(plan, MessagePlan):
-            if chat.provider == "responses":
-                remember = (response_id, self._stored(key, chat, plan, "call_", 24))
-            elif chat.thread is not None:  # an Anthropic message thread: later turns continue from this id
-                remember = (anthropic_message_id(response_id), self._stored(key, chat, plan, "toolu_01", 22))
+        how = chat.continuation
+        if how is not None and isinstance(plan, MessagePlan):  # later turns may continue from this answer
+            remember = (how.kept_id(response_id), self._stored(key, chat, plan, how.call_prefix, how.call_length))
         outcome = Outcome(
             conversation=key,
             entry_id=entry_id,

@@ -19,6 +19,7 @@ from mockllm.runtime.request import (
     Attachment,
     AttachmentKind,
     ChatRequest,
+    Continuation,
     HttpRequest,
     Message,
     Provider,
@@ -175,6 +176,7 @@ def _parse(http: HttpRequest, *, need_max_tokens: bool, model: str | None = None
         body=body,
         previous_response_id=previous,
         thread=thread,
+        continuation=THREADS if thread is not None else None,
     )
 
 
@@ -270,6 +272,20 @@ def _event(data: dict[str, Any], content: bool = False) -> Frame:
 
 _PING = _event({"type": "ping"})
 _DETAILED_CODES = frozenset({"thread_not_found"})
+
+#: message threads: an answer is kept under its message id for ``thread.previous_message_id``; a lost
+#: thread is the documented 404 ``thread_not_found``, on which the SDK replays the whole conversation
+THREADS = Continuation(
+    kept_id=anthropic_message_id,
+    call_prefix="toolu_01",
+    call_length=22,
+    lost_status=404,
+    lost_message=(
+        "No usable Thread state was found for previous_message_id '{id}'. Replay the full "
+        'conversation with thread: {"type": "create"} to start a new Thread.'
+    ),
+    lost_code="thread_not_found",
+)
 
 
 class _Framer(events.Blocks):

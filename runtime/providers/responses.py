@@ -26,6 +26,7 @@ from mockllm.runtime.reply.plan import MessagePlan, PlannedToolCall
 from mockllm.runtime.request import (
     Attachment,
     ChatRequest,
+    Continuation,
     HttpRequest,
     Message,
     Provider,
@@ -112,6 +113,15 @@ class _Fields(common.BodyReader):
 
 
 FIELDS = _Fields()
+
+#: answers are kept under their response id for ``previous_response_id``, with the call ids sent
+CONTINUATION = Continuation(
+    kept_id=lambda response_id: response_id,
+    call_prefix="call_",
+    call_length=24,
+    lost_status=400,
+    lost_message="Previous response with id '{id}' not found.",
+)
 
 
 def _unknown_type(where: str, kind: str | None, supported: str) -> ProviderError:
@@ -302,6 +312,7 @@ class ResponsesAdapter(BaseAdapter):
             headers=dict(http.headers),
             body=data,
             previous_response_id=previous,
+            continuation=CONTINUATION,
         )
 
     def validate_history(self, chat: ChatRequest) -> None:
