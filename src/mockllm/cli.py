@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TextIO, TypeVar
 
 from mockllm.dsl.providers import PROVIDERS
 from mockllm.errors import FileError, MockllmError, UsageError
@@ -315,63 +315,39 @@ def _listen(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=_port, default=8080, help="default: 8080; 0 picks a free port")
 
 
-#: adds one command's parser (name, what it runs, its summary and description) and returns it
-AddCommand = Callable[[str, Callable[[argparse.Namespace], int], str, str], argparse.ArgumentParser]
+class Command(NamedTuple):
+    """One command of ``mockllm``: its name, what it runs, its one-line summary (``mockllm --help``), its
+    description (``mockllm NAME --help``) and what adds its arguments (None: it takes none)."""
+
+    name: str
+    run: Callable[[argparse.Namespace], int]
+    summary: str
+    description: str
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None
 
 
-def _check_command(add: AddCommand) -> None:
-    p = add(
-        "check",
-        _cmd_check,
-        "validate scripts and report every problem",
-        "Load files and directories as one library and report every problem.",
-    )
+def _check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help=".mockllm/.json files or directories")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
 
-def _fmt_command(add: AddCommand) -> None:
-    p = add(
-        "fmt",
-        _cmd_fmt,
-        "rewrite .mockllm files in canonical layout",
-        "Rewrite .mockllm files (directories: recursively) in canonical layout.",
-    )
+def _fmt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--check", action="store_true", help="only list files that would change; exit 1 if any")
 
 
-def _graph_command(add: AddCommand) -> None:
-    p = add(
-        "graph",
-        _cmd_graph,
-        "draw each scenario's state machine",
-        "Print each scenario's state machine as a Mermaid flowchart or Graphviz DOT.",
-    )
+def _graph_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--scenario", metavar="NAME", help="only this scenario")
     p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid", help="default: mermaid")
 
 
-def _convert_command(add: AddCommand) -> None:
-    p = add(
-        "convert",
-        _cmd_convert,
-        "convert between .mockllm text and the JSON form",
-        "Convert a .mockllm file to the JSON form, or a .json file to .mockllm text.",
-    )
+def _convert_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE")
     p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
 
-def _mcp_command(add: AddCommand) -> None:
-    p = add(
-        "mcp",
-        _delegate("mockllm.server.mcp.stdio", "mcp_command"),
-        "serve one `mcp server` block over stdio",
-        'Serve the `mcp server "NAME"` block of a library over stdio (one JSON-RPC message per line), '
-        "for MCP clients that spawn their tool servers. Without PATH: $MOCKLLM_SCENARIOS.",
-    )
+def _mcp_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", metavar="NAME", help="the name of the `mcp server` block")
     p.add_argument("paths", nargs="*", metavar="PATH", help=".mockllm/.json files or directories")
     p.add_argument(
@@ -489,13 +465,7 @@ def _conversation_arguments(p: argparse.ArgumentParser) -> None:
     passthrough_arguments(p)
 
 
-def _serve_command(add: AddCommand) -> None:
-    p = add(
-        "serve",
-        _cmd_serve,
-        "serve a library over HTTP",
-        "Load a library and serve it. Without PATH: $MOCKLLM_SCENARIOS, else echo only.",
-    )
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH")
     _listen(p)
     p.add_argument("--server", choices=HOST_NAMES, default=DEFAULT_HOST, help=f"default: {DEFAULT_HOST}")
@@ -515,15 +485,7 @@ def _serve_command(add: AddCommand) -> None:
     _conversation_arguments(p)
 
 
-def _explain_command(add: AddCommand) -> None:
-    p = add(
-        "explain",
-        _delegate("mockllm.explain", "explain_command"),
-        "say which step a recorded request would match",
-        "Say which step a recorded request would match in its real position, or why each "
-        "candidate fails. The conversation's earlier turns (the other files given, the journal's earlier "
-        "entries, and the turns in the request's own history) are replayed first.",
-    )
+def _explain_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("library", metavar="LIBRARY", help="a .mockllm/.json file or a directory")
     p.add_argument(
         "request",
@@ -553,36 +515,12 @@ def _explain_command(add: AddCommand) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
 
 
-def _lsp_command(add: AddCommand) -> None:
-    add(
-        "lsp",
-        _cmd_lsp,
-        "run the language server for editors (stdio)",
-        "Speak the Language Server Protocol on stdin/stdout: diagnostics, completion, hover, "
-        "go to definition, symbols and formatting for .mockllm files. Needs the `lsp` extra.",
-    )
-
-
-def _import_command(add: AddCommand) -> None:
-    p = add(
-        "import",
-        _delegate("mockllm.recording", "import_command"),
-        "turn VCR cassettes, HAR files and JSON pairs into .mockllm scripts",
-        "Turn recorded HTTP traffic (VCR.py / pytest-recording YAML cassettes, HAR 1.2 files, "
-        "JSON request/response pairs) into readable .mockllm scripts, one per conversation.",
-    )
+def _import_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="cassette files or directories of them")
     p.add_argument("--out", required=True, metavar="DIR", help="where to write the scripts")
 
 
-def _record_command(add: AddCommand) -> None:
-    p = add(
-        "record",
-        _delegate("mockllm.server.record.recorder", "record_command"),
-        "a recording proxy: forward to the real APIs, write each conversation as a script",
-        "Serve every provider route on one port, forward each request to the provider's API "
-        "and stream its answer back, writing each completed exchange into a .mockllm script per conversation.",
-    )
+def _record_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="where to write the scripts")
     p.add_argument(
         "--upstream",
@@ -598,17 +536,82 @@ def _record_command(add: AddCommand) -> None:
 
 
 #: every command, in the order `mockllm --help` lists them: each adds its parser and its arguments
-COMMANDS: tuple[Callable[[AddCommand], None], ...] = (
-    _check_command,
-    _fmt_command,
-    _graph_command,
-    _convert_command,
-    _mcp_command,
-    _serve_command,
-    _explain_command,
-    _lsp_command,
-    _import_command,
-    _record_command,
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "check",
+        _cmd_check,
+        "validate scripts and report every problem",
+        "Load files and directories as one library and report every problem.",
+        _check_arguments,
+    ),
+    Command(
+        "fmt",
+        _cmd_fmt,
+        "rewrite .mockllm files in canonical layout",
+        "Rewrite .mockllm files (directories: recursively) in canonical layout.",
+        _fmt_arguments,
+    ),
+    Command(
+        "graph",
+        _cmd_graph,
+        "draw each scenario's state machine",
+        "Print each scenario's state machine as a Mermaid flowchart or Graphviz DOT.",
+        _graph_arguments,
+    ),
+    Command(
+        "convert",
+        _cmd_convert,
+        "convert between .mockllm text and the JSON form",
+        "Convert a .mockllm file to the JSON form, or a .json file to .mockllm text.",
+        _convert_arguments,
+    ),
+    Command(
+        "mcp",
+        _delegate("mockllm.server.mcp.stdio", "mcp_command"),
+        "serve one `mcp server` block over stdio",
+        'Serve the `mcp server "NAME"` block of a library over stdio (one JSON-RPC message per line), '
+        "for MCP clients that spawn their tool servers. Without PATH: $MOCKLLM_SCENARIOS.",
+        _mcp_arguments,
+    ),
+    Command(
+        "serve",
+        _cmd_serve,
+        "serve a library over HTTP",
+        "Load a library and serve it. Without PATH: $MOCKLLM_SCENARIOS, else echo only.",
+        _serve_arguments,
+    ),
+    Command(
+        "explain",
+        _delegate("mockllm.explain", "explain_command"),
+        "say which step a recorded request would match",
+        "Say which step a recorded request would match in its real position, or why each "
+        "candidate fails. The conversation's earlier turns (the other files given, the journal's earlier "
+        "entries, and the turns in the request's own history) are replayed first.",
+        _explain_arguments,
+    ),
+    Command(
+        "lsp",
+        _cmd_lsp,
+        "run the language server for editors (stdio)",
+        "Speak the Language Server Protocol on stdin/stdout: diagnostics, completion, hover, "
+        "go to definition, symbols and formatting for .mockllm files. Needs the `lsp` extra.",
+    ),
+    Command(
+        "import",
+        _delegate("mockllm.recording", "import_command"),
+        "turn VCR cassettes, HAR files and JSON pairs into .mockllm scripts",
+        "Turn recorded HTTP traffic (VCR.py / pytest-recording YAML cassettes, HAR 1.2 files, "
+        "JSON request/response pairs) into readable .mockllm scripts, one per conversation.",
+        _import_arguments,
+    ),
+    Command(
+        "record",
+        _delegate("mockllm.server.record.recorder", "record_command"),
+        "a recording proxy: forward to the real APIs, write each conversation as a script",
+        "Serve every provider route on one port, forward each request to the provider's API "
+        "and stream its answer back, writing each completed exchange into a .mockllm script per conversation.",
+        _record_arguments,
+    ),
 )
 
 
@@ -625,15 +628,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def command(
-        name: str, func: Callable[[argparse.Namespace], int], summary: str, description: str
-    ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[debug], help=summary, description=description)
-        p.set_defaults(func=func)
-        return p
-
-    for add_command in COMMANDS:
-        add_command(command)
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, parents=[debug], help=command.summary, description=command.description)
+        p.set_defaults(func=command.run)
+        if command.arguments is not None:
+            command.arguments(p)
     return parser
 
 
