@@ -371,3 +371,27 @@ def test_the_shared_state_store_marks_them_too(tmp_path: Path, redis_url: str) -
     (written,) = check_clean(tmp_path)
     assert [(e["passed_through"], e["recorded"]) for e in entries] == [(True, str(written))] * 2
     assert verified["ok"] and verified["unmatched"] == []
+
+
+def test_embeddings_no_step_answers_are_the_upstreams_and_replay(tmp_path: Path) -> None:
+    texts = ["the cat sat on the mat", "stock prices fell sharply"]
+    with upstream("") as up, passthrough(up.url, tmp_path) as server:  # the upstream's default embedder
+        with openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client:
+            forwarded = [
+                d.embedding for d in client.embeddings.create(model="text-embedding-3-small", input=texts).data
+            ]
+        entries = journal(server.url)
+    assert entries[0]["passed_through"] and entries[0]["endpoint"] == "/v1/embeddings"
+    files = check_clean(tmp_path)
+    assert 'endpoint is "embeddings"' in files[0].read_text(encoding="utf-8")
+    with replay(tmp_path) as server:
+        with openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client:
+            replayed = [d.embedding for d in client.embeddings.create(model="text-embedding-3-small", input=texts).data]
+    assert replayed == forwarded and len(forwarded[0]) == 1536
+
+
+def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from mockllm.cli import main
+
+    assert main(["serve", "--passthrough-timeout", "0"]) == 2
+    assert "--passthrough-timeout: expected a number of seconds above 0, got 0" in capsys.readouterr().err

@@ -32,11 +32,21 @@ def passthrough_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--passthrough-timeout",
-        type=float,
+        type=_seconds,
         default=600.0,
         metavar="SECONDS",
         help="how long to wait for the upstream's next bytes before answering 504 (default: 600)",
     )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text}")
+    return value
 
 
 def passthrough_options(args: argparse.Namespace) -> PassthroughOptions | None:

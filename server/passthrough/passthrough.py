@@ -68,8 +68,11 @@ class Passthrough:
 
     def wants(self, outcome: Outcome, chat: ChatRequest, echo: bool = False) -> bool:
         """Whether the request is the upstream's to answer: no step matched it (``echo``: there are no
-        scenarios at all, so none could), or it continues an answer the upstream gave."""
+        scenarios at all, so none could; an embedding no step answers would get the default
+        embedder's vectors), or it continues an answer the upstream gave."""
         if outcome.plan is None or echo:
+            return True
+        if chat.operation != "chat" and outcome.step is None and not outcome.fallback:
             return True
         prev = chat.previous_response_id
         return bool(prev) and isinstance(outcome.plan, ErrorPlan) and prev in self._upstream_ids
