@@ -195,16 +195,19 @@ def test_base_urls_and_sdk_environment_are_the_provider_registrys(tarball: Path)
 def test_the_packages_own_vitest_tests_pass(tarball: Path) -> None:
     done, report = vitest(PACKAGE)
     assert done.returncode == 0, failures(report) or done.stderr[-3000:]
-    assert report["numPassedTests"] == 8
+    assert report["numPassedTests"] == 10
 
 
-def test_a_request_no_step_matched_fails_the_test_with_the_report(tarball: Path) -> None:
+def test_unmatched_requests_and_unused_steps_fail_the_test_with_the_report(tarball: Path) -> None:
     done, report = vitest(PACKAGE, MOCKLLM_FAILS="1")
     assert done.returncode == 1
-    assert (report["numPassedTests"], report["numFailedTests"]) == (1, 1)  # the second test opted out
+    assert (report["numPassedTests"], report["numFailedTests"]) == (1, 2)  # "opts out of strict" passes
     message = failures(report)
-    assert message.startswith("sends an unscripted question: MockllmError: mockllm: 1 request matched no step")
+    assert "sends an unscripted question: MockllmError: mockllm: 1 request matched no step" in message
+    assert 'scenario "Weather", step `ask` (test/fixtures/weather.mockllm:2:5)' in message  # the file's own place
     assert 'seen "an unscripted question"' in message and "another unscripted" not in message
+    assert "loads two steps and uses one: MockllmError: mockllm: steps never used:" in message
+    assert 'scenario "Two", step `second`' in message and "step `first`" not in message
 
 
 # ---- installed from the tarball in a fresh folder

@@ -225,14 +225,15 @@ function findCommand(bin: StartOptions["bin"]): string[] {
   );
 }
 
-/** The files a directory holds for the library: its `.mockllm` scripts, in path order. */
+/** The files a directory holds for the library, as `mockllm serve DIR` finds them: its `.mockllm` and
+ * `.json` scripts, in path order. */
 function scriptsUnder(dir: string): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir).sort()) {
     if (name.startsWith(".")) continue;
     const path = join(dir, name);
     if (statSync(path).isDirectory()) out.push(...scriptsUnder(path));
-    else if (name.endsWith(".mockllm")) out.push(path);
+    else if (name.endsWith(".mockllm") || name.endsWith(".json")) out.push(path);
   }
   return out;
 }
@@ -339,7 +340,7 @@ export class Mockllm {
    * client's default headers to keep this test's chats apart from any other's. */
   conversationHeader(name = ""): Record<string, string> {
     const test = this.testName();
-    const key = name ? `${test}::${name}` : test;
+    const key = test && name ? `${test}::${name}` : test || name;
     if (!key) throw new MockllmError("mockllm: conversationHeader() outside a test needs a name");
     return { "x-mockllm-conversation": key };
   }
@@ -499,7 +500,10 @@ export class Mockllm {
       }
       const path = this.resolvePath(source);
       const files = statSync(path).isDirectory() ? scriptsUnder(path) : [path];
-      for (const file of files) out.push({ text: readFileSync(file, "utf8"), json: file.endsWith(".json"), path: file });
+      for (const file of files) {
+        const inside = !relative(this.root, file).startsWith("..");
+        out.push({ text: inside ? "" : readFileSync(file, "utf8"), json: file.endsWith(".json"), path: file });
+      }
     }
     return out;
   }
@@ -519,16 +523,21 @@ export class Mockllm {
   }
 
   private async post(source: Source): Promise<Loaded> {
-    let query = "";
+    let { text, json } = source;
+    let name = "<script text>";
     if (source.path !== null) {
-      const dir = relative(this.root, dirname(source.path));
-      if (dir && !dir.startsWith("..") && !isAbsolute(dir)) query = `?base=${encodeURIComponent(dir.split(sep).join("/"))}`;
+      name = relative(process.cwd(), source.path) || source.path;
+      const rel = relative(this.root, source.path);
+      if (rel && !rel.startsWith("..") && !isAbsolute(rel)) {
+        // imported from its file, so its scenarios keep their own file:line:column in every report
+        text = `use ${JSON.stringify(rel.split(sep).join("/"))} as loaded\n`;
+        json = false;
+      }
     }
-    const type = source.json ? "application/json" : "text/plain; charset=utf-8";
-    const response = await this.admin("POST", "/scenarios" + query, source.text, { "content-type": type });
+    const type = json ? "application/json" : "text/plain; charset=utf-8";
+    const response = await this.admin("POST", "/scenarios", text, { "content-type": type });
     const data = (await response.json()) as Record<string, unknown>;
     if (response.status === 400 && typeof data["text"] === "string") {
-      const name = source.path !== null ? relative(process.cwd(), source.path) || source.path : "<script text>";
       throw new MockllmError(`mockllm: ${name} has errors:\n\n${data["text"].split("POST /_mockllm/scenarios").join(name)}`);
     }
     if (!response.ok) throw new MockllmError(`mockllm: loading scenarios answered ${response.status}: ${JSON.stringify(data)}`);
