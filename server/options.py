@@ -52,6 +52,9 @@ class ServerOptions:
     state_poll_s: float = DEFAULT_POLL_S
     # `--passthrough` / `--record-missing`: where unmatched requests are forwarded and written (server/passthrough/)
     passthrough: PassthroughOptions | None = None
+    # `--openai-prefix PATH`: base paths under which OpenAI's chat, embedding and model routes are served
+    # again, for OpenAI-compatible services' clients (Groq's `/openai/v1`, vLLM's, a LiteLLM proxy's)
+    openai_prefixes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     # `--cors ORIGIN …`: browser origins whose pages may call the mock (`*`: any); empty: no CORS (server/http/cors.py)
     cors: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it

@@ -326,6 +326,7 @@ def serve_command(args: argparse.Namespace) -> int:
         scenario_base=os.path.abspath(base) if base is not None else scenario_base(paths),
         passthrough=passthrough_options(args),
         cors=tuple(getattr(args, "cors", None) or ()),
+        openai_prefixes=tuple(getattr(args, "openai_prefix", None) or ()),
     )
     return run(
         library,

@@ -529,6 +529,9 @@ class ChunkFramer:
         return []
 
 
+OPENROUTER_PREFIX = "/api/v1/"  # OpenRouter's routes: openrouter.py adds what it adds
+
+
 class OpenAIChatAdapter(BaseAdapter):
     provider: Provider = "openai"
     object_arguments = False  # whether a history's tool-call arguments may be JSON objects (Mistral's may)
@@ -542,6 +545,10 @@ class OpenAIChatAdapter(BaseAdapter):
         return None
 
     def parse(self, http: HttpRequest) -> ChatRequest:
+        if http.path.startswith(OPENROUTER_PREFIX):
+            from mockllm.runtime.providers.openrouter import with_model  # it builds on this module
+
+            http = with_model(http)
         body = load_json_object(http.body)
         root = _ROOT
         model = require_str(body, "model", root)
@@ -617,6 +624,13 @@ class OpenAIChatAdapter(BaseAdapter):
 
     def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
         headers = reply_headers(plan, ctx)
+        if chat.endpoint.startswith(OPENROUTER_PREFIX):
+            from mockllm.runtime.providers.openrouter import OpenRouterFramer, render_openrouter
+
+            if not chat.stream:
+                return render_openrouter(plan, ctx, headers)
+            frames = OpenRouterFramer(plan, chat, ctx).frames()
+            return stream_response(frames, media_type=SSE_UTF8_MEDIA, headers=headers)
         if chat.stream:
             frames = self.framer(plan, chat, ctx).frames()
             return stream_response(frames, media_type=SSE_UTF8_MEDIA, headers=headers)

@@ -253,6 +253,10 @@ ENTRIES: tuple[ProviderEntry, ...] = (
         routes=(
             Route("/v1/chat/completions", ("POST",), "chat"),
             Route("/v1/embeddings", ("POST",), "embeddings", "openai.embeddings"),
+            # OpenRouter's OpenAI-compatible API (runtime/providers/openrouter.py); still `provider is openai`
+            Route("/api/v1/chat/completions", ("POST",), "chat"),
+            Route("/api/v1/embeddings", ("POST",), "embeddings", "openai.embeddings"),
+            Route("/api/v1/models", ("GET",), "models"),
             Route("/v1/moderations", ("POST",), "moderations", "openai.moderations"),
             Route("/v1/audio/speech", ("POST",), "speech", "openai.speech"),
             Route("/v1/audio/transcriptions", ("POST",), "transcription", "openai.transcriptions"),
@@ -512,6 +516,22 @@ def _route_table(entries: tuple[ProviderEntry, ...]) -> tuple[RouteSpec, ...]:
 
 
 ROUTES: tuple[RouteSpec, ...] = _route_table(ENTRIES)
+
+#: the OpenAI routes an OpenAI-compatible service serves under its own base path (``--openai-prefix``)
+OPENAI_COMPATIBLE = ("/chat/completions", "/embeddings", "/models")
+
+
+def openai_prefixed(prefixes: tuple[str, ...]) -> tuple[RouteSpec, ...]:
+    """OpenAI's chat, embedding and model-listing routes again under each of ``prefixes`` (``/groq/openai/v1``
+    serves ``/groq/openai/v1/chat/completions`` …): always OpenAI's, whatever the headers say."""
+    out: list[RouteSpec] = []
+    for prefix in prefixes:
+        base = "/" + prefix.strip("/")
+        for spec in ROUTES:
+            tail = spec.path.removeprefix("/v1")
+            if spec.path.startswith("/v1/") and tail in OPENAI_COMPATIBLE and spec.path != base + tail:
+                out.append(attrs.evolve(spec, path=base + tail, provider="openai", claims=(), claim_inputs=()))
+    return tuple(out)
 
 
 def _pattern(path: str) -> re.Pattern[str]:

@@ -29,7 +29,7 @@ from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 from mockllm.server.http.admin import ADMIN_PREFIX, admin_mount
 from mockllm.server.http.body_deadline import BodyDeadline, BodyTimeout
 from mockllm.server.http.responder import Answer, RenderAhead, deliver, header_bytes, send_whole
-from mockllm.server.http.routes import ROUTES, RouteSpec, provider_for
+from mockllm.server.http.routes import ROUTES, RouteSpec, openai_prefixed, provider_for
 from mockllm.server.http.routes import split_model_path as _split
 from mockllm.server.http.server_state import ServerState
 from mockllm.server.http.server_state import server_state as server_state  # (its old home: still imported from here)
@@ -438,7 +438,7 @@ def create_app(
     state = ServerState(
         engine, opts, adapters, store or open_store(engine, opts.state, opts.scenario_base, opts.state_poll_s)
     )
-    endpoints = [(spec, ProviderEndpoint(state, spec)) for spec in ROUTES]
+    endpoints = [(spec, ProviderEndpoint(state, spec)) for spec in (*ROUTES, *openai_prefixed(opts.openai_prefixes))]
     routes: list[BaseRoute] = [Route(spec.path, endpoint, methods=list(spec.methods)) for spec, endpoint in endpoints]
     for subsystem in SUBSYSTEM_ROUTES:
         routes += subsystem(state)

@@ -12,6 +12,7 @@ from mockllm.runtime.providers.registry import (
     Handler,
     RouteSpec,
     adapter_for,
+    openai_prefixed,
     provider_for,
 )
 
@@ -20,6 +21,7 @@ __all__ = [
     "Handler",
     "RouteSpec",
     "adapter_for",
+    "openai_prefixed",
     "provider_for",
     "split_model_path",
 ]

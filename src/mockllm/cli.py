@@ -426,6 +426,13 @@ def _watch_arguments(p: argparse.ArgumentParser) -> None:
         help="reload the library when its files change; a broken edit keeps the previous library serving",
     )
     p.add_argument(
+        "--openai-prefix",
+        action="append",
+        metavar="PATH",
+        help="also serve OpenAI's chat, embedding and model routes under this base path (repeatable): "
+        "/groq/openai/v1 for a Groq client with base_url …/groq",
+    )
+    p.add_argument(
         "--cors",
         nargs="+",
         metavar="ORIGIN",
