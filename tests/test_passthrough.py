@@ -395,3 +395,31 @@ def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(capsys: pytest
 
     assert main(["serve", "--passthrough-timeout", "0"]) == 2
     assert "--passthrough-timeout: expected a number of seconds above 0, got 0" in capsys.readouterr().err
+
+
+def test_sigkill_among_parallel_writes_leaves_every_file_whole(tmp_path: Path) -> None:
+    """Killed while thirty conversations write at once: every file on disk parses and checks, and each
+    holds a prefix of its conversation (its first step, or both); no half of a step anywhere."""
+    out = tmp_path / "out"
+    empty = tmp_path / "library"
+    empty.mkdir()
+    with (
+        upstream("") as up,
+        serve_command(str(empty), "--passthrough", up.url, "--record-missing", str(out)) as (
+            url,
+            proc,
+        ),
+    ):
+        pool = ThreadPoolExecutor(30)
+        for i in range(30):
+            pool.submit(_quiet, _conversation, url, i)
+        while len(list(out.glob("*.mockllm"))) < 10:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        pool.shutdown(wait=True)
+    files = check_clean(out)
+    assert len(files) >= 10
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        assert text.count("    step ") in (1, 2) and "step ask_question_number:" in text
