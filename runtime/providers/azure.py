@@ -35,7 +35,6 @@ import attrs
 from mockllm.runtime.providers import events
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import JSON_MEDIA, json_bytes, json_response, load_json_object, sse_frame
-from mockllm.runtime.providers.inputs import Parse, Render
 from mockllm.runtime.providers.openai_chat import (
     SYSTEM_FINGERPRINT,
     ChunkFramer,
@@ -46,6 +45,7 @@ from mockllm.runtime.providers.openai_embed import parse_embeddings, render_embe
 from mockllm.runtime.providers.openai_images import parse_edit, parse_generation, render_images
 from mockllm.runtime.providers.openai_speech import render_speech, speech_request
 from mockllm.runtime.providers.openai_transcribe import audio_request, render_transcript
+from mockllm.runtime.providers.pairs import Parse, Render
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 

@@ -31,7 +31,7 @@ from mockllm.runtime.providers.common import (
     require_str,
     utf8_json,
 )
-from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
+from mockllm.runtime.providers.pairs import Parse, Render, inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 

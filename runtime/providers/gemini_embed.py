@@ -13,7 +13,7 @@ from mockllm.runtime.embed.models import DIMENSIONS, MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import RenderContext, Rendered
 from mockllm.runtime.providers.gemini import FIELDS, _get, _target
-from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
+from mockllm.runtime.providers.pairs import Parse, Render, inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 

@@ -11,8 +11,8 @@ from mockllm.runtime.embed.embedder import vector_json
 from mockllm.runtime.embed.models import MAX_DIMENSIONS
 from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
-from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
 from mockllm.runtime.providers.ollama import FIELDS
+from mockllm.runtime.providers.pairs import Parse, Render, inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 

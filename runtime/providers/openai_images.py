@@ -37,9 +37,9 @@ from mockllm.runtime.providers.common import (
     stream_response,
     wrong_type,
 )
-from mockllm.runtime.providers.inputs import inputs_request
 from mockllm.runtime.providers.multipart import Form, UploadedFile, parse_form
 from mockllm.runtime.providers.openai_transcribe import form_body
+from mockllm.runtime.providers.pairs import inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import Attachment, ChatRequest, HttpRequest, Provider
 

@@ -5,10 +5,10 @@ transcriptions and translations (``openai_transcribe``) and images (``openai_ima
 from __future__ import annotations
 
 from mockllm.runtime.providers import openai_embed
-from mockllm.runtime.providers.inputs import Parse, Render
 from mockllm.runtime.providers.openai_images import parse_edit, parse_generation, parse_variation, render_images
 from mockllm.runtime.providers.openai_speech import parse_speech, render_speech
 from mockllm.runtime.providers.openai_transcribe import parse_transcription, parse_translation, render_transcript
+from mockllm.runtime.providers.pairs import Parse, Render
 
 ROUTES: dict[str, tuple[Parse, Render]] = {
     **openai_embed.ROUTES,

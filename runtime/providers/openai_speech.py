@@ -24,7 +24,7 @@ from mockllm.runtime.providers.common import (
     stream_response,
     wrong_type,
 )
-from mockllm.runtime.providers.inputs import inputs_request
+from mockllm.runtime.providers.pairs import inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 

@@ -29,8 +29,8 @@ from mockllm.runtime.providers.common import (
     stream_response,
     utf8_text,
 )
-from mockllm.runtime.providers.inputs import inputs_request
 from mockllm.runtime.providers.multipart import Form, parse_form
+from mockllm.runtime.providers.pairs import inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import Attachment, ChatRequest, HttpRequest, Operation, Provider
 

@@ -28,7 +28,7 @@ from mockllm.runtime.providers import common
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.gemini import GeminiAdapter, _bad, _get, _list, _load_body, _obj, _target
 from mockllm.runtime.providers.gemini_embed import parse_batch, parse_embed, render_batch
-from mockllm.runtime.providers.inputs import Parse, Render, inputs_request
+from mockllm.runtime.providers.pairs import Parse, Render, inputs_request
 from mockllm.runtime.reply.ids import hex_id
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider

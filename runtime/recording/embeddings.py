@@ -9,7 +9,7 @@ the untyped list Bedrock's Cohere Embed sends), Bedrock Titan ``embedding``. The
 ``usage.prompt_tokens``, ``usageMetadata.promptTokenCount``, the predictions' ``statistics.token_count``,
 ``prompt_eval_count``, ``meta.billed_units.input_tokens``, ``inputTextTokenCount``, or Bedrock's
 ``x-amzn-bedrock-input-token-count`` header. The request is parsed by the server's own route
-functions (:mod:`mockllm.runtime.providers.inputs`), so conditions see what serving sees. Values
+functions (:mod:`mockllm.runtime.providers.pairs`), so conditions see what serving sees. Values
 are written as the shortest decimal that is the same float32, which is what serving sends back (it
 rounds every vector to float32)."""
 
@@ -21,7 +21,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from mockllm.runtime.providers.inputs import route_for_path, route_functions
+from mockllm.runtime.providers.pairs import route_for_path, route_functions
 from mockllm.runtime.recording.answer import Answer, load_json, number
 from mockllm.runtime.request import ChatRequest, HttpRequest
 

@@ -24,7 +24,7 @@ from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import LowerCaseHeaders
-from mockllm.runtime.providers.inputs import InputsAdapter, route_functions
+from mockllm.runtime.providers.pairs import InputsAdapter, route_functions
 from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 from mockllm.server.http.admin import ADMIN_PREFIX, admin_mount
 from mockllm.server.http.body_deadline import BodyDeadline, BodyTimeout

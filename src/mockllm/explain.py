@@ -28,7 +28,7 @@ from mockllm.dsl.span import NO_SPAN
 from mockllm.errors import ExplainError
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.runtime.providers import registry
-from mockllm.runtime.providers.inputs import InputsAdapter, route_for_path, route_functions
+from mockllm.runtime.providers.pairs import InputsAdapter, route_for_path, route_functions
 from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 

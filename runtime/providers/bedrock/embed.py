@@ -12,7 +12,7 @@ from mockllm.runtime.embed.models import MAX_DIMENSIONS
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.bedrock.wire import JSON_MEDIA, request_id
 from mockllm.runtime.providers.common import describe, json_text
-from mockllm.runtime.providers.inputs import inputs_request
+from mockllm.runtime.providers.pairs import inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import ChatRequest, HttpRequest
 

@@ -1,12 +1,12 @@
-"""Embedding and moderation routes as adapters: the provider's chat adapter answers auth and errors
-(so every error has that provider's shape), the route's own functions parse and render.
+"""Routes answered by their own parse/render pairs (embeddings, moderations, speech, transcriptions,
+images), as adapters: the provider's chat adapter answers auth and errors (so every error has that
+provider's shape), the route's own functions parse and render.
 
 Each provider module (``openai_embed``, ``gemini_embed``, ``ollama_embed``) offers one parse/render pair
 per route in its ``ROUTES``; the provider's registry entry names the module (``pairs``) and each
 route's path (``Route(..., "embeddings", "NAME.ROUTE")``). A provider added later adds its module and
-those entry fields: the engine, the language, the default embedder
-and the journal need nothing new, because every pair produces the same provider-neutral request (the
-texts in ``inputs``, ``operation`` set) and renders the same plan (``vectors`` or ``flags``)."""
+those entry fields: the engine, the language, the default embedder and the journal need nothing new,
+because every pair produces the same provider-neutral request (``operation`` set) and renders a plan."""
 
 from __future__ import annotations
 
