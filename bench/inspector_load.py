@@ -99,7 +99,7 @@ def main() -> int:
                     shown = large_rows.get(name, "")
                     print(f"{name:<28}{small[name]:>12}{large[name]:>12}{ratio:>7.1f}x  {shown}")
                 biggest = max(large.values())
-                print(f"largest answer of one poll: {biggest} bytes; one poll took {small_s:.3f}s, then {large_s:.3f}s")
+                print(f"largest answer: {biggest} bytes; reading them all took {small_s:.3f}s, then {large_s:.3f}s")
         finally:
             proc.terminate()
             proc.wait(10)
