@@ -278,6 +278,18 @@ def test_the_typescript_example_type_checks_and_runs(vitest_folder: Path) -> Non
     }
     (vitest_folder / "tsconfig.json").write_text(json.dumps(config))
     ok(run(["npx", "tsc", "--noEmit"], vitest_folder))
+    # TypeScript compiled to CommonJS with the older resolution (no "exports"), as ts-jest setups often are
+    (vitest_folder / "cjs").mkdir(exist_ok=True)
+    (vitest_folder / "cjs" / "check.ts").write_text(
+        'import { useMockllm, type UseOptions } from "mockllm/jest";\n'
+        'import { startMockllm, type Mockllm } from "mockllm";\n'
+        "const options: UseOptions = { strict: false, scenarios: [] };\n"
+        "export const use: (o: UseOptions) => Mockllm = useMockllm;\n"
+        "export const start = (): Promise<Mockllm> => startMockllm(options);\n"
+    )
+    node10 = {"module": "CommonJS", "moduleResolution": "Node10", "strict": True, "types": []}
+    (vitest_folder / "cjs" / "tsconfig.json").write_text(json.dumps({"compilerOptions": node10, "files": ["check.ts"]}))
+    ok(run(["npx", "tsc", "--noEmit", "-p", "cjs"], vitest_folder))
     # run as TypeScript by vite-node (Vitest's runner, installed with it)
     assert ok(run(["npx", "vite-node", "scripts/example.ts"], vitest_folder)).splitlines() == ["Sunny in Lima.", "true"]
 
