@@ -24,7 +24,7 @@ from mockllm.errors import ProviderError
 from mockllm.runtime.engine.conversations import CONVERSATION_HEADER, fingerprint
 from mockllm.runtime.providers.registry import adapter_for, entry
 from mockllm.runtime.recording import embeddings
-from mockllm.runtime.recording.answer import Answer, error_message, parse_arguments
+from mockllm.runtime.recording.answer import Answer, error_message, load_json, parse_arguments
 from mockllm.runtime.recording.exchange import Exchange
 from mockllm.runtime.recording.readers import READERS, provider_for
 from mockllm.runtime.reply.planner import arguments_text, split_arguments, split_text
@@ -91,6 +91,27 @@ def read_exchange(ex: Exchange) -> Turn | None:
     return Turn(ex, provider, chat, answer)
 
 
+def transcript_of(body: bytes) -> str | None:
+    """The text of a recorded transcription answer: ``json`` and ``verbose_json`` bodies' ``text``, a
+    stream's ``transcript.text.done``, a ``text`` body as it is, and the cues' text of ``srt`` and ``vtt``
+    bodies (served, the cues are written again from it); None for a body with none."""
+    raw = body.decode("utf-8", "replace")
+    for line in raw.splitlines():  # a stream: its last event says the whole text
+        if line.startswith("data: {") and '"transcript.text.done"' in line:
+            done = load_json(line[6:].encode())
+            if isinstance(done, dict) and isinstance(done.get("text"), str):
+                return str(done["text"])
+    data = load_json(body)
+    if isinstance(data, dict):
+        text = data.get("text")
+        return text if isinstance(text, str) else None
+    if "-->" in raw:  # SubRip or WebVTT: the cues' text lines, without numbers, times and the header
+        lines = [ln.strip() for ln in raw.splitlines()]
+        kept = [ln for ln in lines if ln and ln != "WEBVTT" and "-->" not in ln and not ln.isdigit()]
+        return " ".join(kept)
+    return raw.strip() if raw.strip() and not raw.startswith("data:") else None
+
+
 def _read_embedding(ex: Exchange) -> Turn | None:
     route = embeddings.embedding_route(ex.method, ex.path, ex.headers)
     if route is None:
@@ -152,7 +173,8 @@ def script(conv: Conversation, keep_timing: bool = False) -> Script:
             when.append(_is("model", turn.chat.model))
         if inputs:  # an embedding call: named by its endpoint and first input
             when += [_is("endpoint", turn.chat.operation), *_text_condition("input", turn.chat.inputs[:1])]
-            step = "embed_" + ("_".join(_key_words(turn.chat.inputs[0] if turn.chat.inputs else "")) or "input")
+            prefix = "embed_" if turn.chat.operation in ("embeddings", "moderations") else f"{turn.chat.operation}_"
+            step = prefix + ("_".join(_key_words(turn.chat.inputs[0] if turn.chat.inputs else "")) or "input")
             steps.append(n.Step(_unique(step, used), tuple(when), reply=_reply(turn, keep_timing)))
             continue
         messages = tuple(_named(m, call_names) for m in resolve_tool_names(turn.chat.messages))
@@ -271,6 +293,13 @@ def _reply(turn: Turn, keep_timing: bool) -> n.ReplyBlock:
         retry = _retry_after_ms(ex)
         if retry is not None:
             out.append(n.RetryAfter(_duration(retry)))
+        return n.ReplyBlock(tuple(out))
+    if turn.chat.operation in ("transcription", "translation"):  # the transcript, as a `text` line
+        transcript = transcript_of(ex.body)
+        out.append(n.Text(transcript) if transcript is not None else n.Echo())
+        return n.ReplyBlock(tuple(out))
+    if turn.chat.operation in ("speech", "images"):  # (the recorded audio or pictures are not kept)
+        out.append(n.Echo())
         return n.ReplyBlock(tuple(out))
     if turn.chat.operation != "chat":  # an embedding: its vectors and input count
         out += [n.Vector(v) for v in answer.vectors]
