@@ -37,6 +37,7 @@ from mockllm.server.http.streaming import DRAIN_CAP, Channel
 from mockllm.server.inspector.routes import inspector_routes
 from mockllm.server.mcp.http import McpEndpoint, mcp_routes
 from mockllm.server.media.images import image_routes
+from mockllm.server.metrics.routes import metrics_routes
 from mockllm.server.options import ServerOptions
 from mockllm.server.state.opening import open_store
 from mockllm.server.state.store import StateStore
@@ -260,6 +261,7 @@ class ProviderEndpoint:
             if denied is not None:
                 ctx = state.context()
                 await state.store.reject(adapter.provider, http.path, denied.status, denied.message)
+                state.metrics.rejected(adapter.provider, self.spec.operation or "chat", denied.status)
                 await send_whole(channel, adapter.render_error(denied.status, denied.message, ctx, denied.code))
                 return
         offload = len(http.body) > OFFLOAD_BYTES
@@ -274,6 +276,7 @@ class ProviderEndpoint:
             await state.store.reject(
                 adapter.provider, http.path, err.status, err.message, parsed[0] if parsed else None
             )
+            state.metrics.rejected(adapter.provider, self.spec.operation or "chat", err.status)
             await send_whole(channel, adapter.render_error(err.status, err.message, ctx, err.code, err.param))
             return
         state.note_model(chat.model)
@@ -296,6 +299,8 @@ class ProviderEndpoint:
         def record(delivery: Delivery) -> None:  # how the answer went: the one write of its journal status
             track.clear()
             self._finish(entry, delivery)
+            seconds = state.options.clock.monotonic() - arrived
+            state.metrics.observe(chat.provider, chat.operation, delivery, outcome.plan is not None, seconds)
 
         if state.passthrough is not None and state.passthrough.wants(outcome, chat, state.engine.library is None):
             await state.passthrough.answer(scope, http, adapter.provider, channel, ctx, record)
@@ -384,6 +389,7 @@ def _admin_routes(state: ServerState) -> list[BaseRoute]:
 # server/realtime/ …; docs/architecture.md, "Adding a transport") adds its function here, one a line.
 SUBSYSTEM_ROUTES: tuple[Callable[[ServerState], list[BaseRoute]], ...] = (
     inspector_routes,  # /_mockllm/ui: the inspector page (server/inspector/), before the admin API's mount
+    metrics_routes,  # /_mockllm/metrics: Prometheus's text (server/metrics/), before the admin API's mount
     _admin_routes,  # /_mockllm: the admin API
     mcp_routes,  # /mcp/NAME: the library's `mcp server` blocks (server/mcp/)
     image_routes,  # /mockllm/images/…: the pictures images answers give as URLs (server/media/)

@@ -14,6 +14,7 @@ from mockllm.runtime.providers.base import Adapter, RenderContext
 from mockllm.runtime.request import Provider
 from mockllm.server.http.body_deadline import BodyDeadline
 from mockllm.server.http.routes import adapter_for
+from mockllm.server.metrics.metrics import Metrics
 from mockllm.server.options import ServerOptions
 from mockllm.server.passthrough import passthrough_for
 from mockllm.server.shutdown import Shutdown
@@ -50,6 +51,7 @@ class ServerState:
         self.shutdown = Shutdown(options.sleep)
         self.body_deadline = BodyDeadline(options.body_timeout_s)
         self.passthrough = passthrough_for(options.passthrough)
+        self.metrics = Metrics()  # GET /_mockllm/metrics (server/metrics/)
 
     @property
     def closing(self) -> asyncio.Event:

@@ -1,0 +1,1 @@
+"""Prometheus metrics at ``GET /_mockllm/metrics`` (server/metrics/metrics.py)."""
