@@ -17,11 +17,12 @@ from typing import Any
 import attrs
 
 from mockllm.dsl.machines.compiled import START, CompiledLibrary, CompiledStep, Machine
-from mockllm.dsl.span import NO_SPAN, Span
+from mockllm.dsl.span import NO_SPAN
 from mockllm.dsl.tree import describe
-from mockllm.dsl.tree.nodes import Condition, Echo, ReplyBlock, Subject
+from mockllm.dsl.tree.nodes import Echo, ReplyBlock
 from mockllm.errors import RegexTimeout
 from mockllm.runtime.clock import Clock, SystemClock
+from mockllm.runtime.engine import state_codec
 from mockllm.runtime.engine.conditions import (
     bind,
     bind_all,
@@ -30,8 +31,6 @@ from mockllm.runtime.engine.conditions import (
     holds,
     is_secret,
     mask_secret,
-    subject_value,
-    template_names,
 )
 from mockllm.runtime.engine.conversations import (
     CONVERSATION_HEADER,
@@ -53,6 +52,7 @@ from mockllm.runtime.engine.journal import (
     Journal,
     JournalEntry,
 )
+from mockllm.runtime.engine.loaded import Loaded, location
 from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
 from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan, Plan, RawPlan
@@ -63,183 +63,6 @@ from mockllm.runtime.values import fast_frozen
 
 ECHO_BLOCK = ReplyBlock((Echo(),))
 EXPECTATION_PREFIX = "mockllm: expectation failed"
-
-
-_INDEX_MIN_STEPS = 64  # below this, scanning every eligible step is as fast as an index lookup
-_GRAM = 3
-_INDEXED_SUBJECTS = frozenset(
-    {"provider", "endpoint", "model", "last_user_message", "last_message", "system_prompt", "header"}
-)
-_INPUT_SUBJECTS = frozenset({"endpoint", "input", "tool", "argument", "attachments"})  # see _Loaded.input_steps
-_SubjectKey = tuple[Subject, bool]  # the subject, ignoring case
-_StepRef = tuple[int, int]  # machine index, step index
-
-
-def _subject_key(cond: Condition) -> _SubjectKey | None:
-    if cond.subject.kind not in _INDEXED_SUBJECTS:
-        return None
-    return (cond.subject, cond.ignore_case)
-
-
-def _grams(text: str) -> set[str]:
-    return {text[i : i + _GRAM] for i in range(len(text) - _GRAM + 1)}
-
-
-class _StepIndex:
-    """A prefilter for long libraries: each step is filed under its most selective *guard*, one of its
-    conditions that a request can be looked up by (``SUBJECT is "v"`` by value, ``SUBJECT contains "s"``
-    by a 3-character piece of ``s``). A request's candidates are the steps whose guard it can satisfy
-    plus the steps without a guard: a superset of the steps that can match, so selection among them
-    gives the same answer as scanning everything."""
-
-    def __init__(self, machines: Sequence[Machine]) -> None:
-        eq_count: dict[tuple[_SubjectKey, str], int] = {}
-        gram_count: dict[tuple[_SubjectKey, str], int] = {}
-        options: dict[_StepRef, list[tuple[str, _SubjectKey, str]]] = {}
-        for mi, m in enumerate(machines):
-            for st in m.steps:
-                opts: list[tuple[str, _SubjectKey, str]] = []
-                for cond in st.conditions:
-                    key = _subject_key(cond)
-                    value = cond.predicate.value
-                    if key is None or not isinstance(value, str):
-                        continue
-                    if cond.subject.kind == "endpoint" and not value.startswith("/"):
-                        continue  # an operation name ("embeddings"), not a path: not indexed
-                    folded = value.casefold() if cond.ignore_case else value
-                    if cond.predicate.op == "is":
-                        opts.append(("eq", key, folded))
-                        eq_count[(key, folded)] = eq_count.get((key, folded), 0) + 1
-                    elif cond.predicate.op == "contains" and len(folded) >= _GRAM:
-                        for g in _grams(folded):
-                            opts.append(("gram", key, g))
-                            gram_count[(key, g)] = gram_count.get((key, g), 0) + 1
-                options[(mi, st.index)] = opts
-        self.eq: dict[_SubjectKey, dict[str, list[_StepRef]]] = {}
-        self.gram: dict[_SubjectKey, dict[str, list[_StepRef]]] = {}
-        unguarded: dict[int, set[int]] = {}
-        for ref, opts in options.items():
-            if not opts:
-                unguarded.setdefault(ref[0], set()).add(ref[1])
-                continue
-            kind, key, piece = min(opts, key=lambda o: (eq_count if o[0] == "eq" else gram_count)[(o[1], o[2])])
-            table = self.eq if kind == "eq" else self.gram
-            table.setdefault(key, {}).setdefault(piece, []).append(ref)
-        self.unguarded = {mi: frozenset(v) for mi, v in unguarded.items()}
-
-    def candidates(self, chat: ChatRequest) -> dict[int, set[int]]:
-        """Step indexes by machine index that may match ``chat`` (steps without a guard excluded)."""
-        found: dict[int, set[int]] = {}
-
-        def add(refs: list[_StepRef]) -> None:
-            for mi, idx in refs:
-                found.setdefault(mi, set()).add(idx)
-
-        values: dict[_SubjectKey, str | None] = {}
-
-        def value_of(key: _SubjectKey) -> str | None:
-            if key not in values:
-                v = subject_value(key[0], chat)
-                values[key] = (v.casefold() if key[1] else v) if isinstance(v, str) else None
-            return values[key]
-
-        for key, eq_table in self.eq.items():
-            v = value_of(key)
-            if v is not None and v in eq_table:
-                add(eq_table[v])
-        for key, gram_table in self.gram.items():
-            v = value_of(key)
-            if v is None:
-                continue
-            if len(gram_table) <= 32:
-                for g, refs in gram_table.items():
-                    if g in v:
-                        add(refs)
-            else:
-                for g in _grams(v):
-                    hit = gram_table.get(g)
-                    if hit is not None:
-                        add(hit)
-        return found
-
-
-class _Loaded:
-    """A library with what the engine precomputes for it; replaced as a whole on load."""
-
-    __slots__ = (
-        "_digests",
-        "by_predecessor",
-        "generations",
-        "index",
-        "initial",
-        "input_steps",
-        "library",
-        "locations",
-        "positions",
-        "templated",
-    )
-
-    def __init__(self, library: CompiledLibrary, generations: tuple[int, ...]) -> None:
-        self.library = library
-        self.generations = generations
-        self.positions = {m.name: mi for mi, m in enumerate(library.machines)}  # scenario -> its index
-        self.initial = tuple(MachineState(g) for g in generations)
-        # each step's "file:line:col" for the journal, formatted once instead of per request
-        self.locations = tuple(tuple(_location(s.span) for s in m.steps) for m in library.machines)
-        by_pred: list[dict[int, tuple[int, ...]] | None] = []
-        for m in library.machines:
-            if m.order_any:
-                by_pred.append(None)
-                continue
-            table: dict[int, list[int]] = {}
-            for s in m.steps:
-                table.setdefault(s.predecessor, []).append(s.index)
-            by_pred.append({k: tuple(v) for k, v in table.items()})
-        self.by_predecessor = tuple(by_pred)
-        # per machine, the steps whose conditions read captures (`contains "{{city}}"`): bound per request
-        self.templated = tuple(
-            frozenset(s.index for s in m.steps if any(template_names(c) for c in (*s.conditions, *s.expects)))
-            for m in library.machines
-        )
-        self.index = _StepIndex(library.machines) if library.step_count() >= _INDEX_MIN_STEPS else None
-        # the steps an embedding, moderation or MCP request may match: those whose conditions name its
-        # `endpoint`, `input` or `tool` (so a chat scenario's steps are never used up by such a call)
-        self.input_steps = frozenset(
-            (mi, s.index)
-            for mi, m in enumerate(library.machines)
-            for s in m.steps
-            if any(c.subject.kind in _INPUT_SUBJECTS for c in s.conditions)
-        )
-        self._digests: tuple[str, ...] | None = None
-
-    def digests(self) -> tuple[str, ...]:
-        """Per machine, 16 hex digits of sha256 over its definition (its repr: the same in every process)."""
-        if self._digests is None:
-            self._digests = tuple(hashlib.sha256(repr(m).encode()).hexdigest()[:16] for m in self.library.machines)
-        return self._digests
-
-    def eligible(self, mi: int, state: MachineState) -> tuple[int, ...]:
-        """Same answer as :meth:`Machine.eligible`, without scanning every step of a long machine."""
-        machine = self.library.machines[mi]
-        table = self.by_predecessor[mi]
-        candidates = range(len(machine.steps)) if table is None else table.get(state.position, ())
-        steps = machine.steps
-        if not state.uses:
-            return tuple(candidates)
-        uses = state.uses_by_index()
-        out: list[int] = []
-        for i in candidates:
-            limit = steps[i].max_uses
-            if limit is None or uses.get(i, 0) < limit:
-                out.append(i)
-        return tuple(out)
-
-    def state(self, mi: int, conv: Conversation) -> MachineState:
-        if conv.states is not None:
-            s = conv.states.get(self.library.machines[mi].name)
-            if s is not None and s.generation == self.generations[mi]:
-                return s
-        return self.initial[mi]
 
 
 @fast_frozen
@@ -254,10 +77,6 @@ class _Selection:
 
 def _used_up(step: CompiledStep, used: int) -> bool:
     return step.max_uses is not None and used >= step.max_uses
-
-
-def _location(span: Span) -> str:
-    return span.location()
 
 
 _NO_ENV: Mapping[str, str] = {}
@@ -288,7 +107,7 @@ def _where(where: str | tuple[Machine, CompiledStep]) -> str:
     if isinstance(where, str):
         return where
     machine, step = where
-    return f'scenario "{machine.name}", step `{step.name}` ({_location(step.span)})'
+    return f'scenario "{machine.name}", step `{step.name}` ({location(step.span)})'
 
 
 def _expectation_failure(
@@ -431,7 +250,7 @@ class Engine:
         self._used: set[tuple[str, int, int]] = set()  # (machine, generation, step index)
         self._issued = 0
         self.id_seed = ""  # set apart response ids of processes that share a state store
-        self._loaded: _Loaded | None = None
+        self._loaded: Loaded | None = None
         if library is not None:
             self.load(library)
 
@@ -465,7 +284,7 @@ class Engine:
                 else:
                     self._generation += 1
                     generations.append(self._generation)
-            self._loaded = _Loaded(library, tuple(generations))
+            self._loaded = Loaded(library, tuple(generations))
 
     # ---- matching -----------------------------------------------------------------------------------
 
@@ -474,7 +293,7 @@ class Engine:
         return continued(chat, self._responses.get(prev) if prev else None)
 
     def _select(
-        self, loaded: _Loaded | None, conv: Conversation, chat: ChatRequest, *, commit: bool, report: bool
+        self, loaded: Loaded | None, conv: Conversation, chat: ChatRequest, *, commit: bool, report: bool
     ) -> _Selection:
         """Find the step for ``chat``; with ``commit``, advance the state; with ``report``, explain a
         no-match. Call with ``conv.lock`` held."""
@@ -560,7 +379,7 @@ class Engine:
             return ErrorPlan(chat.model, 500, message), message
 
     def _decide(
-        self, loaded: _Loaded | None, chat: ChatRequest, sel: _Selection, key: str
+        self, loaded: Loaded | None, chat: ChatRequest, sel: _Selection, key: str
     ) -> tuple[Plan | None, str | None, str | None]:
         """The plan for a selection, the expectation failure if any, and a note for the journal."""
         if chat.operation != "chat":
@@ -844,7 +663,7 @@ class Engine:
             for mi, machine in enumerate(loaded.library.machines):
                 for s in machine.steps:
                     if not used(mi, s.index):
-                        unused.append({"scenario": machine.name, "step": s.name, "location": _location(s.span)})
+                        unused.append({"scenario": machine.name, "step": s.name, "location": location(s.span)})
         return {
             "ok": not unmatched and not failures and not rejected,
             "unmatched": unmatched,
@@ -853,9 +672,7 @@ class Engine:
             "unused_steps": unused,
         }
 
-    # ---- state kept outside this process (server/state/redis/store.py) -------------------------------------
-    # Generations are this process's numbers; a shared store names a scenario's definition by a digest
-    # of it instead, which every process loading the same scenario computes alike.
+    # ---- state kept outside this process (server/state/redis/store.py): runtime/engine/state_codec.py
 
     def digests(self) -> tuple[str, ...]:
         """Per scenario of the loaded library, a digest of its definition."""
@@ -863,46 +680,16 @@ class Engine:
         return loaded.digests() if loaded is not None else ()
 
     def export_states(self, states: Mapping[str, MachineState] | None) -> dict[str, list[Any]]:
-        """Machine states as JSON values: scenario -> [digest, position, uses, captures]; states of a
-        definition no longer loaded are left out."""
-        loaded = self._loaded
-        if loaded is None or not states:
-            return {}
-        digests = loaded.digests()
-        positions = loaded.positions
-        generations = loaded.generations
-        out: dict[str, list[Any]] = {}
-        for name, state in states.items():  # (per request with shared state: never a scan of the library)
-            mi = positions.get(name)
-            if mi is not None and state.generation == generations[mi]:
-                out[name] = [digests[mi], state.position, state.uses, state.captures]
-        return out
+        """Machine states as JSON values (see :func:`state_codec.export_states`)."""
+        return state_codec.export_states(self._loaded, states)
 
     def import_states(self, data: Mapping[str, Any]) -> dict[str, MachineState]:
-        """:meth:`export_states` back: the states whose definition is the one loaded here."""
-        loaded = self._loaded
-        out: dict[str, MachineState] = {}
-        if loaded is None or not data:
-            return out
-        digests = loaded.digests()
-        positions = loaded.positions
-        for name, value in data.items():
-            mi = positions.get(name)
-            if mi is not None and value[0] == digests[mi]:
-                uses = tuple((int(i), int(k)) for i, k in value[2])
-                captures = tuple((str(n), str(v)) for n, v in value[3])
-                out[name] = MachineState(loaded.generations[mi], int(value[1]), uses, captures)
-        return out
+        """:meth:`export_states` back (see :func:`state_codec.import_states`)."""
+        return state_codec.import_states(self._loaded, data)
 
     def used_member(self, used: tuple[str, int, int]) -> str | None:
-        """A step used (:attr:`Turn.used`) named by its scenario's digest: ``DIGEST:STEP-INDEX``."""
-        loaded = self._loaded
-        if loaded is None:
-            return None
-        mi = loaded.positions.get(used[0])
-        if mi is None or loaded.generations[mi] != used[1]:
-            return None
-        return f"{loaded.digests()[mi]}:{used[2]}"
+        """A step used, named across processes (see :func:`state_codec.used_member`)."""
+        return state_codec.used_member(self._loaded, used)
 
 
 __all__ = ["EXPECTATION_PREFIX", "START", "Engine"]
