@@ -279,14 +279,67 @@ class JournalEntry:
         """Store the body as JSON text, cut to ``cap`` characters; the bytes it now costs."""
         if self.body is None or self.body_text is not None:
             return len(self.body_text or "")
-        text = json.dumps(self.body, ensure_ascii=False, separators=(",", ":"), default=str)
+        body, size = self.body, _size(self.body, 4 * cap)
         self.body = None
-        self.body_bytes = len(text.encode("utf-8", "surrogatepass"))
+        if size > 4 * cap:  # a large body (an image inline): only its start is written, never the whole
+            text = _json_text(_start(body, [cap]))
+            self.body_bytes = size
+            self.body_truncated = True
+        else:
+            text = _json_text(body)  # json.dumps(…, ensure_ascii=False, separators=(",", ":"), default=str)
+            self.body_bytes = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         if len(text) > cap:
             text = text[:cap]
             self.body_truncated = True
         self.body_text = text
         return len(text)
+
+
+def _size(value: Any, limit: int) -> int:
+    """About how many characters ``value``'s JSON text has (its strings' lengths and two for every other
+    part), counted only until past ``limit``: a cost of its parts, never of its bytes."""
+    total = 0
+    stack = [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, dict):
+            total += 2 + sum(len(str(k)) + 3 for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            total += 2 + len(item)
+            stack.extend(item)
+        else:
+            total += 8
+    return total
+
+
+def _start(value: Any, left: list[int]) -> Any:
+    """The first ``left[0]`` characters' worth of ``value``: long strings cut, later parts dropped."""
+    if left[0] <= 0:
+        return "…"
+    if isinstance(value, str):
+        cut = value[: left[0]]
+        left[0] -= len(cut) + 2
+        return cut if len(cut) == len(value) else cut + "…"
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if left[0] <= 0:
+                break
+            left[0] -= len(str(key)) + 3
+            out[str(key)] = _start(item, left)
+        return out
+    if isinstance(value, list | tuple):
+        items: list[Any] = []
+        for item in value:
+            if left[0] <= 0:
+                break
+            items.append(_start(item, left))
+        return items
+    left[0] -= 8
+    return value
 
 
 REPLY_CHARS = 16 * 1024  # the most of a reply body an entry keeps
