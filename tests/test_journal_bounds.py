@@ -45,6 +45,21 @@ def test_a_body_past_the_entry_cap_keeps_its_start_and_says_so() -> None:
     assert short["body"] == {"text": "short"} and short["body_truncated"] is False and short["body_bytes"] == 16
 
 
+def test_a_large_body_is_written_from_its_start_only() -> None:
+    """An inline image of a million characters: the journal writes its first characters, never the whole
+    text (the cost of keeping every body stays that of a small one); the size is estimated."""
+    journal = Journal(100, entry_body_bytes=100)
+    image = "A" * 1_000_000
+    journal.add(entry(1, {"model": "m", "messages": [{"role": "user", "content": image}], "after": "x" * 10}))
+    kept = journal.to_json()[0]
+    assert kept["body_truncated"] is True and isinstance(kept["body"], str)
+    assert kept["body"] == '{"model":"m","messages":[{"role":"user","content":"' + "A" * 49
+    assert 1_000_000 < kept["body_bytes"] < 1_000_100  # an estimate of the JSON text's size
+    matched = JournalEntry(2, 0.0, "c", "openai", "/v1/chat/completions", "m", False, 200, body={"n": [1, 2]})
+    journal.add(matched)
+    assert journal.to_json()[1]["body"] == {"n": [1, 2]}  # a matched request keeps its body too
+
+
 def test_the_total_cap_drops_the_oldest_entries_first() -> None:
     journal = Journal(1000, entry_body_bytes=10_000, total_bytes=5 * (ENTRY_ALLOWANCE + 1_000))
     for i in range(1, 21):
