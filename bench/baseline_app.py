@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from mockllm.server import runner
-from mockllm.server.hosts.table import DEFAULT_HOST, HOST_NAMES, HOSTS
+from mockllm.server.hosts.table import DEFAULT_HOST, HOST_NAMES, HOSTS, Stopping
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_REPLY = HERE / "scenarios" / "reply.json"
@@ -169,7 +169,7 @@ def serve(app: Starlette, sock: socket.socket, server: str, loop: str | None = N
     serving = HOSTS[server].serve()
 
     async def main() -> None:
-        await serving(app, sock, runner.stop_on_signals().wait)
+        await serving(app, sock, Stopping(runner.stop_on_signals().wait))
 
     with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=factory) as run:
         run.run(main())

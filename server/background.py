@@ -81,6 +81,7 @@ class BackgroundServer:
         import socket
 
         from mockllm.server.hosts.hypercorn_server import serve_hypercorn
+        from mockllm.server.hosts.table import Stopping
         from mockllm.server.http.server_state import server_state
 
         assert isinstance(sock, socket.socket)
@@ -102,7 +103,7 @@ class BackgroundServer:
 
             grace = self.options.shutdown_grace_s
             try:
-                await serve_hypercorn(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+                await serve_hypercorn(app, sock, Stopping(trigger, grace, shutdown.finishing.set))
             finally:
                 await server_state(app).store.close()
                 passthrough = server_state(app).passthrough

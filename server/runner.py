@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mockllm.errors import MockllmError, UsageError
-from mockllm.server.hosts.table import DEFAULT_HOST, HOSTS
+from mockllm.server.hosts.table import DEFAULT_HOST, HOSTS, Stopping
 from mockllm.server.options import (
     DEFAULT_HANG_LIMIT_S,
     DEFAULT_MAX_BODY_BYTES,
@@ -162,7 +162,7 @@ def run(
 
             grace = opts.shutdown_grace_s
             try:
-                await serve(app, sock, trigger, grace_s=grace, finish=shutdown.finishing.set)
+                await serve(app, sock, Stopping(trigger, grace, shutdown.finishing.set))
             finally:
                 if watcher is not None:
                     watcher.cancel()

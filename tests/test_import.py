@@ -28,6 +28,7 @@ from test_recording_embeddings import UPSTREAM as VECTORS
 from mockllm.cli import main
 from mockllm.runtime.recording.exchange import Exchange
 from mockllm.server.hosts.hypercorn_server import serve_hypercorn
+from mockllm.server.hosts.table import Stopping
 from mockllm.server.record.recorder import Recorder
 from mockllm.server.runner import bind_socket, url_for
 
@@ -57,7 +58,7 @@ def capturing(upstream: str) -> Iterator[tuple[str, Capture]]:
         await stop.wait()
 
     async def main() -> None:
-        await serve_hypercorn(app, sock, trigger, grace_s=0.1)
+        await serve_hypercorn(app, sock, Stopping(trigger, grace_s=0.1))
         await app.client.aclose()
 
     thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)

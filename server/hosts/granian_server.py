@@ -15,12 +15,11 @@ import logging
 import re
 import socket
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mockllm.errors import ServerError
 from mockllm.server.hosts.hypercorn_server import ACCEPT_WARNING_EVERY_S, FINISH_S, KEEP_ALIVE_S, wind_down
-from mockllm.server.hosts.table import HOSTS
+from mockllm.server.hosts.table import HOSTS, Stopping
 
 log = logging.getLogger("mockllm.server")
 
@@ -78,17 +77,10 @@ def _server_class(embed: Any) -> Any:
     return Server
 
 
-async def serve_granian(
-    app: Any,
-    sock: socket.socket,
-    shutdown_trigger: Callable[[], Awaitable[None]],
-    *,
-    grace_s: float = 1.0,
-    finish: Callable[[], None] | None = None,
-) -> None:
-    """Serve ``app`` (ASGI) on ``sock`` until ``shutdown_trigger`` returns, then: stop accepting,
-    give open responses ``grace_s`` seconds, call ``finish``, give them :data:`FINISH_S` more, and
-    cancel what is left."""
+async def serve_granian(app: Any, sock: socket.socket, stopping: Stopping) -> None:
+    """Serve ``app`` (ASGI) on ``sock`` until ``stopping.trigger()`` returns, then: stop accepting,
+    give open responses ``stopping.grace_s`` seconds, call ``stopping.finish``, give them
+    :data:`FINISH_S` more, and cancel what is left."""
     missing = HOSTS["granian"].missing()
     if missing is not None:
         raise ServerError(missing)
@@ -133,7 +125,7 @@ async def serve_granian(
         handler.addFilter(accept_errors)
     serving = asyncio.ensure_future(server.serve())
     try:
-        stop = asyncio.ensure_future(shutdown_trigger())
+        stop = asyncio.ensure_future(stopping.trigger())
         await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
         if serving.done():  # Granian could not start: say why
             stop.cancel()
@@ -142,6 +134,6 @@ async def serve_granian(
     finally:
         server.interrupt_signal = True  # stop accepting; idle keep-alive connections close
         server.main_loop_interrupt.set()
-        await wind_down(running, grace_s, finish)
+        await wind_down(running, stopping)
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(serving, FINISH_S)

@@ -24,13 +24,14 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
 from hypercorn.utils import wrap_app
+
+from mockllm.server.hosts.table import Stopping
 
 log = logging.getLogger("mockllm.server")
 
@@ -94,17 +95,12 @@ def hypercorn_config(errorlog: logging.Logger | str | None = None) -> Config:
 
 
 async def serve_hypercorn(
-    app: Any,
-    sock: socket.socket,
-    shutdown_trigger: Callable[[], Awaitable[None]],
-    *,
-    grace_s: float = 1.0,
-    finish: Callable[[], None] | None = None,
-    errorlog: logging.Logger | str | None = None,
+    app: Any, sock: socket.socket, stopping: Stopping, errorlog: logging.Logger | str | None = None
 ) -> None:
-    """Serve ``app`` (ASGI) on ``sock`` until ``shutdown_trigger`` returns, then: stop accepting,
-    close idle connections, give open responses ``grace_s`` seconds, call ``finish`` (responses end
-    at once, the provider's way), give them :data:`FINISH_S` more, and cancel what is left."""
+    """Serve ``app`` (ASGI) on ``sock`` until ``stopping.trigger()`` returns, then: stop accepting,
+    close idle connections, give open responses ``stopping.grace_s`` seconds, call ``stopping.finish``
+    (responses end at once, the provider's way), give them :data:`FINISH_S` more, and cancel what is
+    left."""
     config = hypercorn_config(errorlog)
     wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")
     loop = asyncio.get_running_loop()
@@ -122,18 +118,18 @@ async def serve_hypercorn(
 
     server = await asyncio.start_server(on_connection, sock=sock, backlog=1024)
     try:
-        await shutdown_trigger()
+        await stopping.trigger()
     finally:
         server.close()  # stop accepting
         await context.terminated.set()  # idle keep-alive connections close; busy ones after their response
-        await wind_down(connections, grace_s, finish)
+        await wind_down(connections, stopping)
 
 
-async def wind_down(tasks: set[asyncio.Task[Any]], grace_s: float, finish: Callable[[], None] | None) -> None:
+async def wind_down(tasks: set[asyncio.Task[Any]], stopping: Stopping) -> None:
     if tasks:
-        await asyncio.wait(set(tasks), timeout=max(grace_s, 0.0))
-    if tasks and finish is not None:
-        finish()
+        await asyncio.wait(set(tasks), timeout=max(stopping.grace_s, 0.0))
+    if tasks and stopping.finish is not None:
+        stopping.finish()
         await asyncio.wait(set(tasks), timeout=FINISH_S)
     for task in list(tasks):
         task.cancel()

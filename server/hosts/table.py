@@ -17,20 +17,22 @@ from typing import Any, Protocol, cast
 import attrs
 
 
-class Serve(Protocol):
-    """What every host does: serve ``app`` (ASGI) on the bound ``sock`` until ``shutdown_trigger``
-    returns, then stop accepting, give open responses ``grace_s`` seconds, call ``finish`` (responses
-    end at once, the provider's way), and cancel what still runs a moment later."""
+@attrs.frozen
+class Stopping:
+    """How a host stops: once ``trigger()`` returns it stops accepting, gives open responses ``grace_s``
+    seconds, calls ``finish`` (responses end at once, the provider's way), and cancels what still runs
+    a moment later."""
 
-    def __call__(
-        self,
-        app: Any,
-        sock: socket.socket,
-        shutdown_trigger: Callable[[], Awaitable[None]],
-        *,
-        grace_s: float = ...,
-        finish: Callable[[], None] | None = ...,
-    ) -> Awaitable[None]: ...
+    trigger: Callable[[], Awaitable[None]]
+    grace_s: float = 1.0
+    finish: Callable[[], None] | None = None
+
+
+class Serve(Protocol):
+    """What every host does: serve ``app`` (ASGI) on the bound ``sock`` until it stops as ``stopping``
+    says."""
+
+    def __call__(self, app: Any, sock: socket.socket, stopping: Stopping) -> Awaitable[None]: ...
 
 
 @attrs.frozen

@@ -8,26 +8,20 @@ import asyncio
 import contextlib
 import importlib
 import socket
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from mockllm.errors import ServerError
 from mockllm.server.hosts.hypercorn_server import FINISH_S, KEEP_ALIVE_S
-from mockllm.server.hosts.table import HOSTS
+from mockllm.server.hosts.table import HOSTS, Stopping
 
 
-async def serve_uvicorn(
-    app: Any,
-    sock: socket.socket,
-    shutdown_trigger: Callable[[], Awaitable[None]],
-    *,
-    grace_s: float = 1.0,
-    finish: Callable[[], None] | None = None,
-) -> None:
+async def serve_uvicorn(app: Any, sock: socket.socket, stopping: Stopping) -> None:
     """Run Uvicorn (httptools) on an already bound socket, in the running event loop, until
-    ``shutdown_trigger`` returns; then as :func:`serve_hypercorn` does: open responses get ``grace_s``
-    seconds, ``finish`` is called, and what still runs :data:`FINISH_S` later is cancelled. The
-    caller owns the signals: Uvicorn's own handlers would re-raise SIGTERM after shutting down, and
+    ``stopping.trigger()`` returns; then as :func:`serve_hypercorn` does: open responses get
+    ``stopping.grace_s`` seconds, ``stopping.finish`` is called, and what still runs :data:`FINISH_S`
+    later is cancelled. The caller owns the signals: Uvicorn's own handlers would re-raise SIGTERM
+    after shutting down, and
     the process would die of it instead of exiting 0."""
     missing = HOSTS["uvicorn"].missing()
     if missing is not None:
@@ -47,7 +41,7 @@ async def serve_uvicorn(
         lifespan="off",
         log_level="warning",
         access_log=False,
-        timeout_graceful_shutdown=max(grace_s, 0.0) + FINISH_S,
+        timeout_graceful_shutdown=max(stopping.grace_s, 0.0) + FINISH_S,
         timeout_keep_alive=KEEP_ALIVE_S,
         # The client address is the peer's, as on the other servers (the admin API reads the headers a
         # proxy on this machine adds, on every server): no middleware around every request.
@@ -56,11 +50,11 @@ async def serve_uvicorn(
     server = Server(config)
 
     async def stop_when_triggered() -> None:
-        await shutdown_trigger()
+        await stopping.trigger()
         server.should_exit = True
-        if finish is not None:
-            await asyncio.sleep(max(grace_s, 0.0))
-            finish()
+        if stopping.finish is not None:
+            await asyncio.sleep(max(stopping.grace_s, 0.0))
+            stopping.finish()
 
     watcher = asyncio.ensure_future(stop_when_triggered())
     try:

@@ -25,6 +25,7 @@ from mockllm.runtime.recording.output import script_text
 from mockllm.runtime.recording.translate import Turn, conversations, read_exchange, script
 from mockllm.runtime.request import Provider
 from mockllm.server.hosts.hypercorn_server import serve_hypercorn
+from mockllm.server.hosts.table import Stopping
 from mockllm.server.http.routes import provider_for
 from mockllm.server.http.streaming import Channel
 from mockllm.server.passthrough.forward import (
@@ -135,7 +136,7 @@ def record_command(args: argparse.Namespace) -> int:
             await stop.wait()
 
         try:
-            await serve_hypercorn(recorder, sock, stopped, grace_s=5.0)
+            await serve_hypercorn(recorder, sock, Stopping(stopped, grace_s=5.0))
         finally:
             await recorder.client.aclose()
 
