@@ -83,6 +83,10 @@ def test_journal_pages_newest_first_filters_and_stays_bounded() -> None:
         verify = httpx.get(url + API + "verify").json()
         assert verify["unmatched_count"] == 20 and len(verify["unmatched"]) == 20
         assert all("body" not in e for e in verify["unmatched"])
+        streamed = {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "weather?"}]}
+        assert httpx.post(url + "/v1/chat/completions", json=streamed).status_code == 200
+        reply = httpx.get(url + API + "entry?id=31").json()["reply"]  # a stream's frames, joined
+        assert reply.startswith("data: {") and "Which" in reply and reply.rstrip().endswith("data: [DONE]")
 
 
 def test_a_redis_fleet_is_seen_whole_from_any_server(redis_url: str) -> None:
