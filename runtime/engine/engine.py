@@ -22,22 +22,19 @@ from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.nodes import Echo, ReplyBlock
 from mockllm.errors import RegexTimeout
 from mockllm.runtime.clock import Clock, SystemClock
-from mockllm.runtime.engine import state_codec
+from mockllm.runtime.engine import state_codec, views
 from mockllm.runtime.engine.conditions import (
     bind,
     bind_all,
     capture,
     evaluate,
     holds,
-    is_secret,
-    mask_secret,
 )
 from mockllm.runtime.engine.conversations import (
     CONVERSATION_HEADER,
     Conversation,
     ConversationRecord,
     ConversationTable,
-    MachineRecord,
     MachineState,
     ResponseStore,
     StoredResponse,
@@ -53,7 +50,7 @@ from mockllm.runtime.engine.journal import (
     JournalEntry,
 )
 from mockllm.runtime.engine.loaded import Loaded, location
-from mockllm.runtime.engine.nomatch import MachineView, build_report, position_name, template_env
+from mockllm.runtime.engine.nomatch import MachineView, build_report, template_env
 from mockllm.runtime.engine.outcome import NoMatchReport, Outcome
 from mockllm.runtime.reply.plan import ErrorPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.reply.planner import needs_call_offset, needs_env, plan_reply
@@ -615,29 +612,7 @@ class Engine:
 
     def records(self, live: Sequence[tuple[str, float, Mapping[str, MachineState]]]) -> list[ConversationRecord]:
         """The records of conversations given as (key, idle seconds, machine states by scenario)."""
-        loaded = self._loaded
-        out: list[ConversationRecord] = []
-        secret: dict[str, set[str]] = {}  # per scenario: the captures taken from a credential header
-        if loaded is not None:
-            for machine in loaded.library.machines:
-                names = {c.name for st in machine.steps for c in st.captures if is_secret(c.subject)}
-                if names:
-                    secret[machine.name] = names
-        for key, idle, states in live:
-            machines: list[MachineRecord] = []
-            if loaded is not None:
-                for mi, machine in enumerate(loaded.library.machines):
-                    state = states.get(machine.name)
-                    if state is None or state.generation != loaded.generations[mi]:
-                        continue
-                    uses = {machine.steps[i].name: k for i, k in state.uses if i < len(machine.steps)}
-                    position = position_name(machine, state.position)
-                    captures = state.captured()
-                    for name in secret.get(machine.name, ()) & captures.keys():
-                        captures[name] = mask_secret(captures[name])
-                    machines.append(MachineRecord(machine.name, position, uses, captures))
-            out.append(ConversationRecord(key, idle, tuple(machines)))
-        return out
+        return views.conversation_records(self._loaded, live)
 
     def verify(self) -> dict[str, Any]:
         """What a test's teardown asserts on: requests nothing answered, failed expectations, requests
@@ -653,24 +628,9 @@ class Engine:
 
     def verification(self, entries: Sequence[JournalEntry], used: Callable[[int, int], bool]) -> dict[str, Any]:
         """:meth:`verify` over journal ``entries``; ``used(machine index, step index)`` says whether a
-        step of the loaded library was used since the last reset."""
-        unmatched = [e.to_json() for e in entries if e.unmatched]
-        failures = [e.to_json() for e in entries if e.expectation_failed is not None]
-        rejected = [e.to_json() for e in entries if e.rejected is not None]
-        unused: list[dict[str, Any]] = []
-        loaded = self._loaded
-        if loaded is not None:
-            for mi, machine in enumerate(loaded.library.machines):
-                for s in machine.steps:
-                    if not used(mi, s.index):
-                        unused.append({"scenario": machine.name, "step": s.name, "location": location(s.span)})
-        return {
-            "ok": not unmatched and not failures and not rejected,
-            "unmatched": unmatched,
-            "expectation_failures": failures,
-            "rejected": rejected,
-            "unused_steps": unused,
-        }
+        step of the loaded library was used since the last reset (the admin API's JSON of
+        :func:`views.verification`)."""
+        return views.verification(self._loaded, entries, used).to_json()
 
     # ---- state kept outside this process (server/state/redis/store.py): runtime/engine/state_codec.py
 
