@@ -81,3 +81,38 @@ def test_v1_shape_with_documents_returned_and_bad_requests(serve_text: ServeText
     assert result["index"] in (1, 2) and result["document"] == {"text": DOCS[result["index"]]}
     assert empty.status_code == 400 and "documents" in empty.json()["message"]
     assert no_query.status_code == 400 and "query" in no_query.json()["message"]
+
+
+def test_retrieve_rerank_answer(serve_text: ServeText) -> None:
+    """A RAG path on the defaults: embed the documents and the question, keep the three nearest, rerank
+    them, answer from the best; the script only scripts the answer (it checks the context it got)."""
+    import math
+
+    script = """
+scenario "RAG":
+    step answer:
+        when:
+            last user message contains "original card"
+        reply:
+            text "Refunds go back to your card within 5 days."
+"""
+    with serve_text(script) as url:
+        client = cohere_v2(url)
+        docs = client.embed(model="embed-v4.0", texts=DOCS, input_type="search_document", embedding_types=["float"])
+        query = client.embed(model="embed-v4.0", texts=[QUERY], input_type="search_query", embedding_types=["float"])
+        assert docs.embeddings.float_ is not None and query.embeddings.float_ is not None
+        q = query.embeddings.float_[0]
+
+        def cos(v: list[float]) -> float:
+            return sum(a * b for a, b in zip(q, v, strict=True)) / (
+                math.sqrt(sum(a * a for a in q)) * math.sqrt(sum(b * b for b in v))
+            )
+
+        nearest = sorted(range(len(DOCS)), key=lambda i: -cos(docs.embeddings.float_[i]))[:3]  # type: ignore[index]
+        reranked = client.rerank(model="rerank-v3.5", query=QUERY, documents=[DOCS[i] for i in nearest])
+        best = DOCS[nearest[reranked.results[0].index]]
+        answer = client.chat(
+            model="command-a-03-2025", messages=[{"role": "user", "content": f"Context: {best}\n\n{QUERY}"}]
+        )
+    assert best == DOCS[1]
+    assert answer.message.content is not None and answer.message.content[0].text.startswith("Refunds go back")  # type: ignore[union-attr]
