@@ -121,11 +121,13 @@ def fresh_folder(name: str, tarball: Path, package: dict[str, Any], deps: list[s
     other = "mockllm/jest" if runner == "vitest" else "mockllm/vitest"
     files = {n: t for n, t in doc_files().items() if other not in t and not (runner == "jest" and n.endswith(".ts"))}
     key = hashlib.sha256(tarball.read_bytes() + json.dumps([package, specs, files]).encode()).hexdigest()
-    root = Path(tempfile.gettempdir()) / f"mockllm-node-{name}-{key[:16]}"
+    prefix = f"mockllm-node-{name}-{hashlib.sha256(bytes(PACKAGE)).hexdigest()[:8]}"  # one checkout's
+    root = Path(tempfile.gettempdir()) / f"{prefix}-{key[:16]}"
     with locked(PACKAGE / "build" / f".{name}.lock"):
         if (root / ".made").exists() and (root / ".made").read_text() == key:
             return root
-        shutil.rmtree(root, ignore_errors=True)
+        for stale in root.parent.glob(f"{prefix}-*"):  # made from an earlier tarball of this checkout
+            shutil.rmtree(stale, ignore_errors=True)
         root.mkdir()
         (root / "package.json").write_text(json.dumps(package))
         for file, text in files.items():
@@ -259,7 +261,7 @@ def test_twenty_vitest_files_in_parallel_workers_do_not_cross_talk(vitest_folder
         path = vitest_folder / "parallel" / f"file{n:02}.test.ts"
         path.parent.mkdir(exist_ok=True)
         path.write_text(PARALLEL_FILE.format(n=n))
-    done, report = vitest(vitest_folder, "parallel/", "--pool=forks", "--maxWorkers=2", "--minWorkers=2")
+    done, report = vitest(vitest_folder, "parallel/", "--pool=threads", "--maxWorkers=2", "--minWorkers=2")
     assert done.returncode == 0, failures(report) or done.stderr[-3000:]
     assert (report["numTotalTestSuites"] >= 20, report["numPassedTests"]) == (True, 60)
 
