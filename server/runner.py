@@ -129,8 +129,14 @@ def run(
         return 1
     from mockllm.server.inspector.routes import inspector_url
 
-    print(f"mockllm listening on {url_for(host, sock)}", file=stream, flush=True)
-    print(f"mockllm inspector on {inspector_url(url_for(host, sock))}", file=stream, flush=True)  # the second line
+    url = url_for(host, sock)
+    # Both lines in one write: a reader that closes the pipe after the first line (many tools do) must not
+    # make the second write fail and stop the server.
+    try:
+        stream.write(f"mockllm listening on {url}\nmockllm inspector on {inspector_url(url)}\n")
+        stream.flush()
+    except (BrokenPipeError, ValueError):  # ValueError: the stream itself was closed
+        pass
     from mockllm.server.http.admin import library_description
 
     where = f"; state in Redis at {opts.state}" if opts.state else ""
@@ -344,9 +350,11 @@ def serve_command(args: argparse.Namespace) -> int:
 
 
 def _watcher(paths: Sequence[str], imported: Sequence[str], interval: float) -> Callable[[StateStore], Awaitable[None]]:
-    from mockllm.server.watch import watch_library
+    from mockllm.server.watch import script_files, snapshot, watch_library
+
+    loaded = snapshot(script_files(paths, imported))  # before the server listens: no edit after it is missed
 
     def start(store: StateStore) -> Awaitable[None]:
-        return watch_library(store, paths, imported, sys.stderr, interval)
+        return watch_library(store, paths, imported, sys.stderr, interval, seen=loaded)
 
     return start

@@ -59,16 +59,23 @@ def _imported(sources: Sequence[str]) -> list[str]:
 
 
 async def watch_library(
-    store: StateStore, paths: Sequence[str], imported: Sequence[str], out: TextIO, interval: float = DEFAULT_INTERVAL_S
+    store: StateStore,
+    paths: Sequence[str],
+    imported: Sequence[str],
+    out: TextIO,
+    interval: float = DEFAULT_INTERVAL_S,
+    seen: Snapshot | None = None,
 ) -> None:
     """Poll ``paths`` (and the ``imported`` files) and reload the library of ``store``'s engine on change,
     until cancelled (with the state in Redis, scenarios posted to the fleet stay on top of the files).
-    Reports go to ``out``, one line each (diagnostics as ``mockllm check`` prints them)."""
+    Reports go to ``out``, one line each (diagnostics as ``mockllm check`` prints them). ``seen``: the files
+    as they were when the library was loaded, so an edit made before this task first runs is not missed."""
     from mockllm.dsl.diagnostics import render
     from mockllm.dsl.machines.compiler import load_and_compile
 
     extra = list(imported)
-    seen = snapshot(script_files(paths, extra))
+    if seen is None:
+        seen = snapshot(script_files(paths, extra))
     while True:
         await asyncio.sleep(interval)
         now = snapshot(script_files(paths, extra))
