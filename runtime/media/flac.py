@@ -8,8 +8,8 @@ import struct
 
 from mockllm.runtime.media.checksums import crc8, crc16
 from mockllm.runtime.media.heard import Heard, UnreadableAudio
+from mockllm.runtime.media.vorbis import comment, read_comment
 
-KEY = "MOCKLLM_TEXT"
 BLOCK = 4096
 _RATE_CODES = {24000: 0b0111, 48000: 0b1010, 44100: 0b1001, 16000: 0b0101}
 
@@ -57,10 +57,7 @@ def write(samples: bytes, rate: int, text: str) -> bytes:
     total = len(samples) // 2
     info = struct.pack(">HH", BLOCK, BLOCK) + bytes(6)  # min/max frame size 0: unknown
     info += ((rate << 44) | (0 << 41) | (15 << 36) | total).to_bytes(8, "big") + bytes(16)
-    vendor = b"mockllm"
-    entry = f"{KEY}={text}".encode()
-    comment = struct.pack("<I", len(vendor)) + vendor + struct.pack("<II", 1, len(entry)) + entry
-    out = [b"fLaC", _block(0, info, False), _block(4, comment, True)]
+    out = [b"fLaC", _block(0, info, False), _block(4, comment(text), True)]
     code = _RATE_CODES[rate]
     step = BLOCK * 2
     out += [_frame(i, samples[pos : pos + step], code) for i, pos in enumerate(range(0, len(samples), step))]
@@ -83,27 +80,10 @@ def read(data: bytes) -> Heard:
                 raise UnreadableAudio("the FLAC file's STREAMINFO gives no sample rate")
             seconds = total / rate
         elif head & 0x7F == 4:
-            text = _comment(body) if text is None else text
+            text = read_comment(body) if text is None else text
         pos += 4 + size
         if head & 0x80:
             break
     if seconds is None:
         raise UnreadableAudio("the FLAC file has no STREAMINFO block")
     return Heard("flac", seconds, text)
-
-
-def _comment(body: bytes) -> str | None:
-    try:
-        (vendor,) = struct.unpack_from("<I", body)
-        pos = 4 + vendor
-        (count,) = struct.unpack_from("<I", body, pos)
-        pos += 4
-        for _ in range(count):
-            (size,) = struct.unpack_from("<I", body, pos)
-            key, _, value = body[pos + 4 : pos + 4 + size].partition(b"=")
-            if key.decode("ascii", "replace").upper() == KEY:
-                return value.decode("utf-8", "replace")
-            pos += 4 + size
-    except struct.error:
-        return None
-    return None

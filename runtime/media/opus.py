@@ -8,8 +8,8 @@ import struct
 
 from mockllm.runtime.media.checksums import ogg_crc
 from mockllm.runtime.media.heard import Heard, UnreadableAudio
+from mockllm.runtime.media.vorbis import comment, read_comment
 
-KEY = "MOCKLLM_TEXT"
 PRE_SKIP = 312
 PACKET_SAMPLES = 960  # 20 ms at 48 kHz
 _PACKET = b"\xf8\xff\xfe"  # TOC: CELT full band, 20 ms, mono, one frame; then a silent frame
@@ -29,9 +29,7 @@ def _page(packets: list[bytes], granule: int, sequence: int, flags: int) -> byte
 def write(packets: int, text: str) -> bytes:
     """``packets`` silent 20 ms Opus packets in Ogg, ``text`` in the OpusTags comment."""
     head = b"OpusHead" + struct.pack("<BBHIhB", 1, 1, PRE_SKIP, 24000, 0, 0)
-    vendor = b"mockllm"
-    entry = f"{KEY}={text}".encode()
-    tags = b"OpusTags" + struct.pack("<I", len(vendor)) + vendor + struct.pack("<II", 1, len(entry)) + entry
+    tags = b"OpusTags" + comment(text)
     pages = [_page([head], 0, 0, 0x02), _page([tags], 0, 1, 0)]
     done = 0
     while done < packets:
@@ -68,22 +66,5 @@ def read(data: bytes) -> Heard:
     if not packets[0].startswith(b"OpusHead"):
         return Heard("ogg", None, None)
     pre_skip = struct.unpack_from("<H", packets[0], 10)[0] if len(packets[0]) >= 12 else 0
-    text = _comment(packets[1]) if len(packets) > 1 and packets[1].startswith(b"OpusTags") else None
+    text = read_comment(packets[1], 8) if len(packets) > 1 and packets[1].startswith(b"OpusTags") else None
     return Heard("ogg", max(0, granule - pre_skip) / 48000, text)
-
-
-def _comment(packet: bytes) -> str | None:
-    try:
-        (vendor,) = struct.unpack_from("<I", packet, 8)
-        pos = 12 + vendor
-        (count,) = struct.unpack_from("<I", packet, pos)
-        pos += 4
-        for _ in range(count):
-            (size,) = struct.unpack_from("<I", packet, pos)
-            key, _, value = packet[pos + 4 : pos + 4 + size].partition(b"=")
-            if key.decode("ascii", "replace").upper() == KEY:
-                return value.decode("utf-8", "replace")
-            pos += 4 + size
-    except struct.error:
-        return None
-    return None
