@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import unquote
 
 import attrs
@@ -26,11 +26,20 @@ from mockllm.runtime.providers.registry import adapter_for, entry
 from mockllm.runtime.recording import embeddings
 from mockllm.runtime.recording.answer import Answer, error_message, load_json, parse_arguments
 from mockllm.runtime.recording.exchange import Exchange
+from mockllm.runtime.recording.media import (
+    Asset,
+    asset,
+    audio_extension,
+    folder_for,
+    picture_extension,
+    picture_sources,
+    speech_audio,
+)
 from mockllm.runtime.recording.readers import READERS, provider_for
 from mockllm.runtime.reply.planner import arguments_text, split_arguments, split_text
 from mockllm.runtime.request import ChatRequest, HttpRequest, Message, resolve_tool_names
 
-__all__ = ["Conversation", "Script", "Turn", "conversations", "read_exchange", "scripts"]
+__all__ = ["Asset", "Conversation", "Script", "Turn", "conversations", "read_exchange", "scripts"]
 
 #: Longer user messages (or any holding a newline) become a ``contains`` of their first words.
 LONG_MESSAGE = 80
@@ -49,6 +58,8 @@ class Turn:
     provider: str
     chat: ChatRequest
     answer: Answer | None  # None for an error status
+    # an images answer's pictures given as a `url`: their bytes, by URL, when the recorder fetched them
+    fetched: Mapping[str, bytes] = attrs.field(factory=dict, eq=False)
 
 
 @attrs.frozen
@@ -59,18 +70,21 @@ class Conversation:
 
 @attrs.frozen
 class Script:
-    """A conversation's file: the name to write it under, and its tree."""
+    """A conversation's file: the name to write it under, its tree, and the files its ``audio`` and
+    ``image`` lines name (paths relative to the script's folder), to be written beside it."""
 
     filename: str
     tree: n.ScriptFile
+    assets: tuple[Asset, ...] = ()
 
 
-def read_exchange(ex: Exchange) -> Turn | None:
+def read_exchange(ex: Exchange, fetched: Mapping[str, bytes] | None = None) -> Turn | None:
     """The exchange as a turn; None when it is not a chat call of a known provider, or its request
-    does not parse (it would not be an LLM call the server can answer)."""
+    does not parse (it would not be an LLM call the server can answer). ``fetched``: the pictures an
+    images answer gave as URLs, by URL, when whoever recorded it fetched them."""
     provider = provider_for(ex.method, ex.path, ex.headers)
     if provider is None:
-        return _read_embedding(ex)
+        return _read_embedding(ex, fetched)
     reader = READERS[provider]
     params: dict[str, str] = {}
     if entry(provider).model_methods:  # `…/models/{model}:{method}`
@@ -88,7 +102,7 @@ def read_exchange(ex: Exchange) -> Turn | None:
         answer = reader.read(ex.body, chat.stream)
     else:  # an embedding call on a chat route (Bedrock's invoke with a Titan or Cohere body)
         answer = embeddings.read(ex.body, ex.response_headers, chat.body)
-    return Turn(ex, provider, chat, answer)
+    return Turn(ex, provider, chat, answer, dict(fetched or {}))
 
 
 def transcript_of(body: bytes) -> str | None:
@@ -112,7 +126,8 @@ def transcript_of(body: bytes) -> str | None:
     return raw.strip() if raw.strip() and not raw.startswith("data:") else None
 
 
-def _read_embedding(ex: Exchange) -> Turn | None:
+def _read_embedding(ex: Exchange, fetched: Mapping[str, bytes] | None) -> Turn | None:
+    """An embeddings, speech, transcription or images call (what the server answers beside chat)."""
     route = embeddings.embedding_route(ex.method, ex.path, ex.headers)
     if route is None:
         return None
@@ -121,7 +136,7 @@ def _read_embedding(ex: Exchange) -> Turn | None:
     except ProviderError:
         return None
     answer = None if ex.status >= 400 else embeddings.read(ex.body, ex.response_headers, chat.body)
-    return Turn(ex, chat.provider, chat, answer)
+    return Turn(ex, chat.provider, chat, answer, dict(fetched or {}))
 
 
 def conversations(turns: Iterable[Turn]) -> list[Conversation]:
@@ -161,7 +176,14 @@ def script(conv: Conversation, keep_timing: bool = False) -> Script:
         scenario_when.append(_is("provider", first.provider))
     if len(models) == 1:
         scenario_when.append(_is("model", first.chat.model))
+    opening = first.chat.last_user_message() or first.chat.system or first.chat.operation
+    title = " ".join(opening.split())[:60].strip() or "conversation"
+    short = conv.key if re.fullmatch(r"[0-9a-f]{16}", conv.key) else hashlib.sha256(conv.key.encode()).hexdigest()
+    name = f"{title} ({short[:8]})"
+    slug = "_".join(_words(opening)[:6]) or "conversation"
+    filename = f"{first.provider}_{slug}_{short[:8]}.mockllm"
     steps: list[n.Step] = []
+    assets: list[Asset] = []
     used: set[str] = set()
     call_names: dict[str, str] = {}
     inputs = first.chat.operation != "chat"
@@ -174,8 +196,15 @@ def script(conv: Conversation, keep_timing: bool = False) -> Script:
         if inputs:  # an embedding call: named by its endpoint and first input
             when += [_is("endpoint", turn.chat.operation), *_text_condition("input", turn.chat.inputs[:1])]
             prefix = "embed_" if turn.chat.operation in ("embeddings", "moderations") else f"{turn.chat.operation}_"
-            step = prefix + ("_".join(_key_words(turn.chat.inputs[0] if turn.chat.inputs else "")) or "input")
-            steps.append(n.Step(_unique(step, used), tuple(when), reply=_reply(turn, keep_timing)))
+            step = _unique(
+                prefix + ("_".join(_key_words(turn.chat.inputs[0] if turn.chat.inputs else "")) or "input"), used
+            )
+            reply = _reply(turn, keep_timing)
+            kept = _media_files(turn, folder_for(filename), step)
+            if kept:  # the audio or pictures the API sent, as files beside the script
+                assets += kept
+                reply = _with_media(reply, turn, kept)
+            steps.append(n.Step(step, tuple(when), reply=reply))
             continue
         messages = tuple(_named(m, call_names) for m in resolve_tool_names(turn.chat.messages))
         results = _trailing_results(messages)
@@ -188,16 +217,10 @@ def script(conv: Conversation, keep_timing: bool = False) -> Script:
         )
         if turn.answer is not None:
             call_names.update((c.id, c.name) for c in turn.answer.calls if c.id)
-    opening = first.chat.last_user_message() or first.chat.system or first.chat.operation
-    title = " ".join(opening.split())[:60].strip() or "conversation"
-    short = conv.key if re.fullmatch(r"[0-9a-f]{16}", conv.key) else hashlib.sha256(conv.key.encode()).hexdigest()
-    name = f"{title} ({short[:8]})"
     scenario = n.Scenario(
         name, tags=("recorded",), order_any=inputs, conditions=tuple(scenario_when), steps=tuple(steps)
     )
-    slug = "_".join(_words(opening)[:6]) or "conversation"
-    filename = f"{first.provider}_{slug}_{short[:8]}.mockllm"
-    return Script(filename, n.ScriptFile(filename, version=1, scenarios=(scenario,)))
+    return Script(filename, n.ScriptFile(filename, version=1, scenarios=(scenario,)), tuple(assets))
 
 
 def _named(m: Message, names: dict[str, str]) -> Message:
@@ -298,7 +321,7 @@ def _reply(turn: Turn, keep_timing: bool) -> n.ReplyBlock:
         transcript = transcript_of(ex.body)
         out.append(n.Text(transcript) if transcript is not None else n.Echo())
         return n.ReplyBlock(tuple(out))
-    if turn.chat.operation in ("speech", "images"):  # (the recorded audio or pictures are not kept)
+    if turn.chat.operation in ("speech", "images"):  # its files, when kept, replace this (_with_media)
         out.append(n.Echo())
         return n.ReplyBlock(tuple(out))
     if turn.chat.operation != "chat":  # an embedding: its vectors and input count
@@ -344,6 +367,30 @@ def _reply(turn: Turn, keep_timing: bool) -> n.ReplyBlock:
 
 
 _BY_WORD = n.Stream("word")
+
+
+def _media_files(turn: Turn, folder: str, step: str) -> list[Asset]:
+    """The audio of a speech answer, or the pictures of an images answer, as files in ``folder``
+    (pictures given as a URL that was not fetched are left out)."""
+    ex, op = turn.exchange, turn.chat.operation
+    if turn.answer is None or op not in ("speech", "images"):
+        return []
+    if op == "speech":
+        audio = speech_audio(ex.body, ex.response_headers)
+        return [] if audio is None else [asset(folder, step, audio, audio_extension(turn.chat.body))]
+    pictures = [turn.fetched.get(p) if isinstance(p, str) else p for p in picture_sources(ex.body, ex.response_headers)]
+    return [asset(folder, step, p, picture_extension(p)) for p in pictures if p]
+
+
+def _with_media(reply: n.ReplyBlock, turn: Turn, kept: Sequence[Asset]) -> n.ReplyBlock:
+    """``reply`` with its ``echo`` replaced by the ``audio "PATH"`` or ``image "PATH"`` lines of ``kept``."""
+    lines: list[n.ReplyElement] = [
+        n.Audio(path=a.path) if turn.chat.operation == "speech" else n.Image(a.path) for a in kept
+    ]
+    out: list[n.ReplyElement] = []
+    for el in reply.elements:
+        out += lines if isinstance(el, n.Echo) else [el]
+    return n.ReplyBlock(tuple(out))
 
 
 def _chunking(text: str, chunks: tuple[str, ...], fragments: Sequence[tuple[str, ...]]) -> tuple[n.Stream | None, bool]:

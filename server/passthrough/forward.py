@@ -21,6 +21,7 @@ from mockllm.errors import ServerError, UsageError
 from mockllm.runtime.providers.base import RenderContext
 from mockllm.runtime.providers.registry import ENTRIES, adapter_for
 from mockllm.runtime.recording.exchange import Exchange, Timing
+from mockllm.runtime.recording.media import picture_sources
 
 if TYPE_CHECKING:
     import httpx
@@ -31,6 +32,7 @@ __all__ = [
     "RECORD_TO",
     "Sink",
     "check_reachable",
+    "fetch_pictures",
     "forward",
     "named_upstreams",
     "new_client",
@@ -107,6 +109,24 @@ def parse_upstreams(values: Sequence[str], option: str = "--upstream") -> dict[s
                 raise UsageError(f"{option} {value}: expected a URL such as http://127.0.0.1:8080")
             out = {p: value.rstrip("/") for p in PUBLIC_APIS}
     return out
+
+
+async def fetch_pictures(client: httpx.AsyncClient, exchange: Exchange) -> dict[str, bytes]:
+    """The pictures an images answer gave as URLs, fetched (a real API's URLs expire within hours: a
+    script keeps the pictures themselves), by URL. A picture that cannot be fetched is left out (its
+    step then draws its own), with a line on stderr."""
+    if exchange.status != 200 or "/images/" not in exchange.path or b'"url"' not in exchange.body:
+        return {}
+    fetched: dict[str, bytes] = {}
+    for url in (p for p in picture_sources(exchange.body, exchange.response_headers) if isinstance(p, str)):
+        try:
+            got = await client.get(url)
+        except Exception as exc:  # any transport failure: the picture is left out, the step kept
+            print(f"mockllm: cannot fetch the picture {url}: {exc}", file=sys.stderr, flush=True)
+            continue
+        if got.status_code == 200:
+            fetched[url] = got.content
+    return fetched
 
 
 def new_client(timeout_s: float) -> httpx.AsyncClient:

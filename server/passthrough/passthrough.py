@@ -33,6 +33,7 @@ from mockllm.server.passthrough.forward import (
     RECORD_TO,
     Sink,
     check_reachable,
+    fetch_pictures,
     forward,
     named_upstreams,
     new_client,
@@ -117,7 +118,8 @@ class Passthrough:
         if self.writer is not None and not _transient(exchange.status) and not exchange.disconnected:
             target = http.headers.get(RECORD_TO) or self.default_target
             try:
-                written = await asyncio.to_thread(self.writer.add, exchange, target)
+                pictures = await fetch_pictures(self._client, exchange)
+                written = await asyncio.to_thread(self.writer.add, exchange, target, pictures)
             except OSError as exc:
                 log.warning("mockllm: could not write the passed-through exchange: %s", exc)
         where = f"passthrough: answered by {base}"

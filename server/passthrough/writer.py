@@ -20,7 +20,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import attrs
@@ -31,7 +31,7 @@ from mockllm.dsl.parse.parser import parse_text
 from mockllm.runtime.recording.append import appended, conversation_tag
 from mockllm.runtime.recording.exchange import Exchange
 from mockllm.runtime.recording.translate import Turn, conversations, read_exchange, script
-from mockllm.server.record.script_files import write_script
+from mockllm.server.record.script_files import write_assets, write_script
 
 try:
     import fcntl
@@ -93,11 +93,13 @@ class ScriptWriter:
         self._lock = threading.Lock()
         self._turns: OrderedDict[str, list[Turn]] = OrderedDict()  # by the NAME asked for
 
-    def add(self, exchange: Exchange, name: str | None = None) -> Written | None:
+    def add(
+        self, exchange: Exchange, name: str | None = None, pictures: Mapping[str, bytes] | None = None
+    ) -> Written | None:
         """Write ``exchange`` into its conversation's file; None when it is nothing a script can hold
         (not a call of a known provider), or its file cannot be grown (a script with errors, left as
-        it is: a warning says so)."""
-        turn = read_exchange(exchange)
+        it is: a warning says so). ``pictures``: an images answer's URL pictures, fetched, by URL."""
+        turn = read_exchange(exchange, pictures)
         if turn is None:
             return None
         key = name or ""
@@ -122,6 +124,7 @@ class ScriptWriter:
                     log.warning("mockllm: %s has errors: the exchange is not written into it", path)
                     return None
             tree = appended(existing, new, target.label)
+            write_assets(target.folder, new.assets)
             write_script(target.folder, filename, format_file(tree, source))
         tag = conversation_tag(new.tree.scenarios[0].name)
         steps = next((len(s.steps) for s in tree.scenarios if conversation_tag(s.name) == tag), 0)

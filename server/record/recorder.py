@@ -31,12 +31,13 @@ from mockllm.server.http.streaming import Channel
 from mockllm.server.passthrough.forward import (
     PUBLIC_APIS,
     check_reachable,
+    fetch_pictures,
     forward,
     named_upstreams,
     new_client,
     parse_upstreams,
 )
-from mockllm.server.record.script_files import write_script
+from mockllm.server.record.script_files import write_assets, write_script
 from mockllm.server.runner import bind_socket, run_until_interrupted, stop_on_signals, url_for
 
 __all__ = ["PUBLIC_APIS", "Recorder", "check_reachable", "named_upstreams", "parse_upstreams", "record_command"]
@@ -99,7 +100,7 @@ class Recorder:
             await channel.end()
 
     async def _keep(self, exchange: Exchange) -> None:
-        turn = read_exchange(exchange)
+        turn = read_exchange(exchange, await fetch_pictures(self.client, exchange))
         if turn is None:
             return
         async with self.lock:
@@ -107,6 +108,7 @@ class Recorder:
             for conv in conversations(self.turns):
                 if any(t is turn for t in conv.turns):
                     s = script(conv, self.keep_timing)
+                    write_assets(self.out_dir, s.assets)
                     path = write_script(self.out_dir, s.filename, script_text(s))
                     self.written += 1
                     print(f"mockllm record: {path} ({len(conv.turns)} steps)", file=sys.stderr, flush=True)

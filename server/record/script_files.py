@@ -1,11 +1,15 @@
 """Writing scripts to disk atomically: a temporary file renamed into place, so a process killed
-mid-write leaves the previous complete file (or none), never half of one."""
+mid-write leaves the previous complete file (or none), never half of one. The audio and pictures a
+recorded script names are written the same way, beside it, before it."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+
+from mockllm.runtime.recording.media import Asset
 
 
 def write_script(out_dir: Path, filename: str, text: str) -> Path:
@@ -22,3 +26,24 @@ def write_script(out_dir: Path, filename: str, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def write_assets(out_dir: Path, assets: Iterable[Asset]) -> None:
+    """Write the files a script names (its recorded audio and pictures) below ``out_dir``, before the
+    script itself, so a script on disk never names a missing file. A file already there is kept: its
+    name holds a digest of its content, so it has these bytes."""
+    for item in assets:
+        target = out_dir / item.path
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(item.data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
