@@ -68,7 +68,7 @@ class BackgroundServer:
                 raise ServerError(str(refused))
         sock = bind_socket(self.host, self.port)
         self.port = sock.getsockname()[1]
-        self.url = url_for(self.host, sock)
+        self.url = url_for(self.host, sock, self.options.tls is not None)
         self._thread = threading.Thread(target=self._run, args=(sock,), name=f"mockllm-{self.port}", daemon=True)
         self._thread.start()
         if not self._ready.wait(_START_TIMEOUT_S):
@@ -103,7 +103,7 @@ class BackgroundServer:
 
             grace = self.options.shutdown_grace_s
             try:
-                await serve_hypercorn(app, sock, Stopping(trigger, grace, shutdown.finishing.set))
+                await serve_hypercorn(app, sock, Stopping(trigger, grace, shutdown.finishing.set), self.options.tls)
             finally:
                 await server_state(app).store.close()
                 passthrough = server_state(app).passthrough

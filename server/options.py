@@ -15,6 +15,7 @@ from mockllm.server.state.poll_window import DEFAULT_POLL_S
 
 if TYPE_CHECKING:
     from mockllm.server.passthrough.settings import PassthroughOptions
+    from mockllm.server.tls.files import TlsFiles
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -57,5 +58,7 @@ class ServerOptions:
     openai_prefixes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     # `--cors ORIGIN …`: browser origins whose pages may call the mock (`*`: any); empty: no CORS (server/http/cors.py)
     cors: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    # `--tls`: serve HTTPS and WSS with these certificate files (server/tls/); None: plain HTTP
+    tls: TlsFiles | None = None
     sleep: Sleep = attrs.field(default=asyncio.sleep, eq=False)  # latency and chunk spacing go through it
     clock: Clock = attrs.field(factory=SystemClock, eq=False)

@@ -31,6 +31,7 @@ from mockllm.server.state.poll_window import DEFAULT_POLL_S
 if TYPE_CHECKING:
     from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.server.state.store import StateStore
+    from mockllm.server.tls.files import TlsFiles
 
 ENV_SCENARIOS = "MOCKLLM_SCENARIOS"
 
@@ -63,10 +64,10 @@ def stop_on_signals() -> asyncio.Event:
     return stop
 
 
-def url_for(host: str, sock: socket.socket) -> str:
+def url_for(host: str, sock: socket.socket, tls: bool = False) -> str:
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
+    return f"{'https' if tls else 'http'}://{shown}:{port}"
 
 
 def loop_factory(loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -129,7 +130,7 @@ def run(
         return 1
     from mockllm.server.inspector.routes import inspector_url
 
-    url = url_for(host, sock)
+    url = url_for(host, sock, opts.tls is not None)
     # Both lines in one write: a reader that closes the pipe after the first line (many tools do) must not
     # make the second write fail and stop the server.
     try:
@@ -142,6 +143,8 @@ def run(
     where = f"; state in Redis at {opts.state}" if opts.state else ""
     fleet = f"; {workers} worker processes" if workers > 1 else ""
     print(f"mockllm: serving {library_description(library)}{where}{fleet}", file=sys.stderr, flush=True)
+    if opts.tls is not None:
+        print(opts.tls.trust_hint(), file=sys.stderr, flush=True)
     if verbose and library is not None:
         from mockllm.server.http.admin import library_listing
 
@@ -168,7 +171,7 @@ def run(
 
             grace = opts.shutdown_grace_s
             try:
-                await serve(app, sock, Stopping(trigger, grace, shutdown.finishing.set))
+                await serve(app, sock, Stopping(trigger, grace, shutdown.finishing.set), opts.tls)
             finally:
                 if watcher is not None:
                     watcher.cancel()
@@ -320,7 +323,13 @@ def serve_command(args: argparse.Namespace) -> int:
     if base is not None and not os.path.isdir(base):
         print(f"mockllm: --scenario-base {base}: not a directory", file=sys.stderr)
         return 2
+    try:
+        tls = tls_files(args)
+    except MockllmError as exc:
+        print(exc, file=sys.stderr)
+        return exc.exit_code
     options = ServerOptions(
+        tls=tls,
         state=getattr(args, "state", None) or None,
         state_poll_s=DEFAULT_POLL_S if poll is None else int(poll) / 1e6,
         no_auth=bool(getattr(args, "no_auth", False)),
@@ -347,6 +356,21 @@ def serve_command(args: argparse.Namespace) -> int:
         workers=int(getattr(args, "workers", 1) or 1),
         verbose=bool(getattr(args, "verbose", False)),
     )
+
+
+def tls_files(args: argparse.Namespace) -> TlsFiles | None:
+    """``--tls`` (the loopback certificate, made once and kept), ``--tls-cert FILE --tls-key FILE`` (the
+    user's), or None (plain HTTP). Raises :class:`MockllmError` saying what is wrong."""
+    cert, key = getattr(args, "tls_cert", None), getattr(args, "tls_key", None)
+    if cert or key:
+        from mockllm.server.tls.files import given_files
+
+        return given_files(cert, key)
+    if not getattr(args, "tls", False):
+        return None
+    from mockllm.server.tls.loopback import loopback_certificate
+
+    return loopback_certificate()
 
 
 def _watcher(paths: Sequence[str], imported: Sequence[str], interval: float) -> Callable[[StateStore], Awaitable[None]]:

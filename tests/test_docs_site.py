@@ -36,6 +36,7 @@ PAGES = (
     "embeddings.md",
     "voice-and-images.md",
     "inspector.md",
+    "tls.md",
 )
 FENCE = re.compile(r"^```([A-Za-z-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 FILE_LINE = re.compile(r"#\s*file:\s*(\S+)")

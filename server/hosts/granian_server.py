@@ -15,11 +15,15 @@ import logging
 import re
 import socket
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mockllm.errors import ServerError
 from mockllm.server.hosts.hypercorn_server import ACCEPT_WARNING_EVERY_S, FINISH_S, KEEP_ALIVE_S, wind_down
 from mockllm.server.hosts.table import HOSTS, Stopping
+
+if TYPE_CHECKING:
+    from mockllm.server.tls.files import TlsFiles
 
 log = logging.getLogger("mockllm.server")
 
@@ -77,10 +81,11 @@ def _server_class(embed: Any) -> Any:
     return Server
 
 
-async def serve_granian(app: Any, sock: socket.socket, stopping: Stopping) -> None:
+async def serve_granian(app: Any, sock: socket.socket, stopping: Stopping, tls: TlsFiles | None = None) -> None:
     """Serve ``app`` (ASGI) on ``sock`` until ``stopping.trigger()`` returns, then: stop accepting,
     give open responses ``stopping.grace_s`` seconds, call ``stopping.finish``, give them
-    :data:`FINISH_S` more, and cancel what is left."""
+    :data:`FINISH_S` more, and cancel what is left. With ``tls``: HTTPS (Granian's ``ssl_cert``/``ssl_key``;
+    TLS 1.3 at least, Granian's default)."""
     missing = HOSTS["granian"].missing()
     if missing is not None:
         raise ServerError(missing)
@@ -119,6 +124,8 @@ async def serve_granian(app: Any, sock: socket.socket, stopping: Stopping) -> No
         backlog=1024,
         log_level=LogLevels.error,
         log_dictconfig=_LOGGING,
+        ssl_cert=Path(tls.cert) if tls is not None else None,
+        ssl_key=Path(tls.key) if tls is not None else None,
     )
     accept_errors = _AcceptErrors()
     for handler in logging.getLogger("_granian").handlers:  # configured by the server; Rust logs to child loggers

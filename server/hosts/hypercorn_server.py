@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.asyncio.worker_context import WorkerContext
@@ -32,6 +32,9 @@ from hypercorn.config import Config
 from hypercorn.utils import wrap_app
 
 from mockllm.server.hosts.table import Stopping
+
+if TYPE_CHECKING:
+    from mockllm.server.tls.files import TlsFiles
 
 log = logging.getLogger("mockllm.server")
 
@@ -42,6 +45,9 @@ KEEP_ALIVE_S = 5.0
 FINISH_S = 1.0
 #: While accepting fails for lack of descriptors, say so at most this often.
 ACCEPT_WARNING_EVERY_S = 10.0
+#: How long a TLS connection being closed waits for the client's close_notify. An idle keep-alive client
+#: (a pool) never reads it: without a bound the close waits 30 s, asyncio's default, and holds up the stop.
+TLS_SHUTDOWN_S = 0.5
 
 
 class _TCPServer(TCPServer):
@@ -95,12 +101,16 @@ def hypercorn_config(errorlog: logging.Logger | str | None = None) -> Config:
 
 
 async def serve_hypercorn(
-    app: Any, sock: socket.socket, stopping: Stopping, errorlog: logging.Logger | str | None = None
+    app: Any,
+    sock: socket.socket,
+    stopping: Stopping,
+    tls: TlsFiles | None = None,
+    errorlog: logging.Logger | str | None = None,
 ) -> None:
     """Serve ``app`` (ASGI) on ``sock`` until ``stopping.trigger()`` returns, then: stop accepting,
     close idle connections, give open responses ``stopping.grace_s`` seconds, call ``stopping.finish``
     (responses end at once, the provider's way), give them :data:`FINISH_S` more, and cancel what is
-    left."""
+    left. With ``tls``: HTTPS and WSS (Hypercorn sees the TLS connection and tells the app its scheme)."""
     config = hypercorn_config(errorlog)
     wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")
     loop = asyncio.get_running_loop()
@@ -113,10 +123,20 @@ async def serve_hypercorn(
         assert task is not None
         connections.add(task)
         task.add_done_callback(connections.discard)
-        with contextlib.suppress(asyncio.CancelledError):
+        # TimeoutError: a TLS client that never answered the close (TLS_SHUTDOWN_S); the socket is closed
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
             await _TCPServer(wrapped, loop, config, context, {}, reader, writer)
 
-    server = await asyncio.start_server(on_connection, sock=sock, backlog=1024)
+    secure = tls.server_context() if tls is not None else None
+    handshake_s = config.ssl_handshake_timeout if tls is not None else None
+    server = await asyncio.start_server(
+        on_connection,
+        sock=sock,
+        backlog=1024,
+        ssl=secure,
+        ssl_handshake_timeout=handshake_s,
+        ssl_shutdown_timeout=TLS_SHUTDOWN_S if tls is not None else None,
+    )
     try:
         await stopping.trigger()
     finally:

@@ -12,9 +12,12 @@ import importlib.util
 import socket
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import attrs
+
+if TYPE_CHECKING:
+    from mockllm.server.tls.files import TlsFiles
 
 
 @attrs.frozen
@@ -30,9 +33,11 @@ class Stopping:
 
 class Serve(Protocol):
     """What every host does: serve ``app`` (ASGI) on the bound ``sock`` until it stops as ``stopping``
-    says."""
+    says; over TLS with ``tls``'s certificate when given (``mockllm serve --tls``)."""
 
-    def __call__(self, app: Any, sock: socket.socket, stopping: Stopping) -> Awaitable[None]: ...
+    def __call__(
+        self, app: Any, sock: socket.socket, stopping: Stopping, tls: TlsFiles | None = None
+    ) -> Awaitable[None]: ...
 
 
 @attrs.frozen

@@ -9,20 +9,24 @@ import contextlib
 import importlib
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockllm.errors import ServerError
 from mockllm.server.hosts.hypercorn_server import FINISH_S, KEEP_ALIVE_S
 from mockllm.server.hosts.table import HOSTS, Stopping
 
+if TYPE_CHECKING:
+    from mockllm.server.tls.files import TlsFiles
 
-async def serve_uvicorn(app: Any, sock: socket.socket, stopping: Stopping) -> None:
+
+async def serve_uvicorn(app: Any, sock: socket.socket, stopping: Stopping, tls: TlsFiles | None = None) -> None:
     """Run Uvicorn (httptools) on an already bound socket, in the running event loop, until
     ``stopping.trigger()`` returns; then as :func:`serve_hypercorn` does: open responses get
     ``stopping.grace_s`` seconds, ``stopping.finish`` is called, and what still runs :data:`FINISH_S`
     later is cancelled. The caller owns the signals: Uvicorn's own handlers would re-raise SIGTERM
     after shutting down, and
-    the process would die of it instead of exiting 0."""
+    the process would die of it instead of exiting 0. With ``tls``: HTTPS and WSS (Uvicorn's
+    ``ssl_certfile``/``ssl_keyfile``)."""
     missing = HOSTS["uvicorn"].missing()
     if missing is not None:
         raise ServerError(missing)
@@ -46,6 +50,8 @@ async def serve_uvicorn(app: Any, sock: socket.socket, stopping: Stopping) -> No
         # The client address is the peer's, as on the other servers (the admin API reads the headers a
         # proxy on this machine adds, on every server): no middleware around every request.
         proxy_headers=False,
+        ssl_certfile=tls.cert if tls is not None else None,
+        ssl_keyfile=tls.key if tls is not None else None,
     )
     server = Server(config)
 

@@ -27,12 +27,15 @@ from mockllm.dsl.tree import nodes as n
 from mockllm.errors import DiagnosticsError, ServerError
 
 if TYPE_CHECKING:
+    import ssl
+
     from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.runtime.engine.conversations import ConversationRecord
     from mockllm.runtime.engine.journal import JournalEntry
     from mockllm.server.background import BackgroundServer
     from mockllm.server.options import ServerOptions
     from mockllm.server.state.posted import Posted
+    from mockllm.server.tls.files import TlsFiles
 
 __all__ = [
     "LoadResult",
@@ -281,7 +284,10 @@ class MockServer:
         self._host = host
         self._port = port
         self._server: BackgroundServer | None = None
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+        handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]  # loopback: never a proxy
+        if self.options.tls is not None:  # the admin calls trust the server's certificate
+            handlers.append(urllib.request.HTTPSHandler(context=self.options.tls.client_context()))
+        self._opener = urllib.request.build_opener(*handlers)
 
     # ---- lifecycle
 
@@ -333,8 +339,22 @@ class MockServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
+        """``http://127.0.0.1:PORT`` (``https://`` when serving TLS)."""
         return self._background().url
+
+    @property
+    def ca_file(self) -> str | None:
+        """With ``serve(tls=True)``: the certificate authority file clients trust to reach the server
+        (``SSL_CERT_FILE``, ``httpx.Client(verify=…)``); None otherwise (docs/tls.md)."""
+        return self.options.tls.ca if self.options.tls is not None else None
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context trusting the server's certificate: ``httpx.Client(verify=server.ssl_context())``,
+        google-genai's ``HttpOptions(async_client_args={"ssl": …})``. Raises :class:`ServerError` when the
+        server does not serve TLS."""
+        if self.options.tls is None:
+            raise ServerError("mockllm: the server serves plain HTTP: start it with serve(tls=True) for TLS")
+        return self.options.tls.client_context()
 
     @property
     def port(self) -> int:
@@ -565,6 +585,7 @@ def serve(
     base: str | os.PathLike[str] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     state: str | None = None,
+    tls: bool | tuple[str | os.PathLike[str], str | os.PathLike[str]] = False,
     options: ServerOptions | None = None,
 ) -> MockServer:
     """A server for ``sources`` (none: the echo responder), started by ``with`` or ``.start()``.
@@ -577,7 +598,10 @@ def serve(
     server's scenario base: what ``use "…"`` in script text (given here, to :meth:`MockServer.load` or
     posted to the admin API) resolves against; default the working directory. ``state``
     (``redis://HOST:PORT/DB``, the ``redis`` extra) keeps conversations and the journal in Redis,
-    shared with every server given the same URL (``mockllm serve --state``). ``options``
+    shared with every server given the same URL (``mockllm serve --state``). ``tls=True`` serves HTTPS
+    and WSS with mockllm's loopback certificate (``mockllm serve --tls``; clients trust
+    :attr:`MockServer.ca_file` or use :meth:`MockServer.ssl_context`), ``tls=(CERT, KEY)`` with your
+    own files. ``options``
     (a full :class:`~mockllm.server.options.ServerOptions`) overrides all of those. A library with
     errors raises :class:`DiagnosticsError` here, before anything starts."""
     from mockllm.server.options import (
@@ -598,5 +622,20 @@ def serve(
         max_body_bytes=DEFAULT_MAX_BODY_BYTES if max_body_bytes is None else max_body_bytes,
         shutdown_grace_s=DEFAULT_SHUTDOWN_GRACE_S if shutdown_grace_s is None else shutdown_grace_s,
         state=state,
+        tls=_tls_files(tls),
     )
     return MockServer(library, host=host, port=port, options=opts)
+
+
+def _tls_files(tls: bool | tuple[str | os.PathLike[str], str | os.PathLike[str]]) -> TlsFiles | None:
+    """``serve(tls=…)``: None (plain HTTP), the loopback certificate, or the given (certificate, key)."""
+    if tls is False:
+        return None
+    if tls is True:
+        from mockllm.server.tls.loopback import loopback_certificate
+
+        return loopback_certificate()
+    from mockllm.server.tls.files import given_files
+
+    cert, key = tls
+    return given_files(os.fspath(cert), os.fspath(key))

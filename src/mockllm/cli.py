@@ -361,6 +361,18 @@ def _mcp_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _tls_arguments(p: argparse.ArgumentParser) -> None:
+    """Serving HTTPS and WSS (docs/tls.md)."""
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS and WSS with a certificate mockllm makes for localhost, 127.0.0.1 and ::1 (kept in "
+        "your cache; the 'tls' extra); start-up says which file clients trust",
+    )
+    p.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS and WSS with this certificate (PEM; with --tls-key)")
+    p.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")
+
+
 def _state_arguments(p: argparse.ArgumentParser) -> None:
     """Where conversation state lives, and the processes that share it."""
     p.add_argument(
@@ -476,6 +488,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH")
     _listen(p)
     p.add_argument("--server", choices=HOST_NAMES, default=DEFAULT_HOST, help=f"default: {DEFAULT_HOST}")
+    _tls_arguments(p)
     _state_arguments(p)
     p.add_argument("--no-auth", action="store_true", help="do not check provider credentials")
     p.add_argument("--lenient", action="store_true", help="do not validate conversation histories")

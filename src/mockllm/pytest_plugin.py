@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    import ssl
+
     from mockllm.api import Loaded, MockServer, Source, Verification
     from mockllm.runtime.engine.conversations import ConversationRecord
     from mockllm.runtime.engine.journal import JournalEntry
@@ -43,6 +45,7 @@ INI_REQUIRE_ALL_USED = "mockllm_require_all_used"
 INI_RECORD_MISSING = "mockllm_record_missing"
 INI_PASSTHROUGH = "mockllm_passthrough"
 INI_RECORD_PER_TEST = "mockllm_record_per_test"
+INI_TLS = "mockllm_tls"
 OPTION_RECORD = "--mockllm-record"
 RECORD_TO = "x-mockllm-record-to"
 
@@ -86,6 +89,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         INI_RECORD_PER_TEST,
         "mockllm: each test's recorded scripts in their own folder under mockllm_record_missing, named "
         "from its node id; each test loads its folder (default false)",
+        type="bool",
+        default=False,
+    )
+    parser.addini(
+        INI_TLS,
+        "mockllm: the session server serves HTTPS and WSS with mockllm's loopback certificate; clients "
+        "trust mockllm.ca_file (default false; docs/tls.md)",
         type="bool",
         default=False,
     )
@@ -144,6 +154,15 @@ class MockLLM:
     def base_url(self, provider: str) -> str:
         """Where provider ``provider``'s official SDK is pointed (see :meth:`MockServer.base_url`)."""
         return self.server.base_url(provider)
+
+    @property
+    def ca_file(self) -> str | None:
+        """With ``mockllm_tls``: the file clients trust to reach the server; None otherwise."""
+        return self.server.ca_file
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """With ``mockllm_tls``: a client context trusting the server (see :meth:`MockServer.ssl_context`)."""
+        return self.server.ssl_context()
 
     @property
     def openai_base_url(self) -> str:
@@ -298,19 +317,32 @@ def mockllm_server(pytestconfig: pytest.Config) -> Iterator[MockServer]:
 
 
 def _server_options(config: pytest.Config) -> Any:
-    """The session server's options: the defaults, or with ``--mockllm-record`` passthrough on."""
-    if not config.getoption(OPTION_RECORD):
+    """The session server's options: the defaults, or with ``--mockllm-record`` passthrough on, or with
+    ``mockllm_tls`` serving TLS."""
+    tls = bool(config.getini(INI_TLS))
+    if not config.getoption(OPTION_RECORD) and not tls:
         return None
     from mockllm.errors import MockllmError
     from mockllm.server.options import ServerOptions
     from mockllm.server.passthrough.passthrough import options_from
+
+    files = None
+    if tls:
+        from mockllm.server.tls.loopback import loopback_certificate
+
+        try:
+            files = loopback_certificate()
+        except MockllmError as exc:
+            pytest.fail(f"mockllm: {INI_TLS}: {exc}", pytrace=False)
+    if not config.getoption(OPTION_RECORD):
+        return ServerOptions(no_auth=True, tls=files)
 
     folder = str(config.getini(INI_RECORD_MISSING) or "")
     try:
         chosen = options_from(list(config.getini(INI_PASSTHROUGH)), str(config.rootpath / folder) if folder else None)
     except MockllmError as exc:
         pytest.fail(f"mockllm: {OPTION_RECORD}: {exc}", pytrace=False)
-    return ServerOptions(no_auth=True, passthrough=chosen)
+    return ServerOptions(no_auth=True, passthrough=chosen, tls=files)
 
 
 def _own_folder(config: pytest.Config, test_id: str) -> Path | None:
@@ -374,9 +406,12 @@ def mockllm_env(mockllm: MockLLM, monkeypatch: pytest.MonkeyPatch) -> MockLLM:
     """``mockllm``, with the environment variables each provider's SDK reads its base URL from
     pointing at the server (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``CO_API_URL``,
     ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` …), and the API keys, regions and versions they need set
-    where unset: every provider registry entry's ``client`` says which (docs/pytest.md)."""
+    where unset: every provider registry entry's ``client`` says which (docs/pytest.md). With
+    ``mockllm_tls``, ``SSL_CERT_FILE`` names the server's certificate authority."""
     from mockllm.runtime.providers.registry import sdk_environment
 
+    if mockllm.ca_file is not None:
+        monkeypatch.setenv("SSL_CERT_FILE", mockllm.ca_file)
     urls, defaults = sdk_environment(mockllm.url)
     for key, value in urls.items():
         monkeypatch.setenv(key, value)
