@@ -19,11 +19,16 @@ Operation = Literal[
     "translation",
     "images",
     "rerank",
+    "realtime",
 ]
 
 #: the operations answered with audio, a transcript or pictures (server spec §14): their requests match
 #: only steps naming `endpoint`, `input` or `attachments`
 MEDIA_OPERATIONS: tuple[Operation, ...] = ("speech", "transcription", "translation", "images")
+
+#: the operations whose requests are chat turns: they match every chat step (a realtime session's
+#: responses, server spec §15), not only steps naming `endpoint`, `input` or `attachments`
+CHAT_TURNS: tuple[Operation, ...] = ("chat", "realtime")
 
 #: every operation name, in the order messages list them
 OPERATIONS: tuple[Operation, ...] = get_args(Operation)

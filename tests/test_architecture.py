@@ -33,6 +33,7 @@ LAYERS = (
     ("mockllm.runtime.reply",),  # reply plans (the echo responder's among them)
     ("mockllm.runtime.engine",),  # conversations, step selection, the journal
     ("mockllm.runtime.mcp",),  # MCP tool servers' calls, answered by the engine
+    ("mockllm.runtime.realtime",),  # realtime sessions: items to engine requests, plans to neutral beats
     ("mockllm.runtime.providers",),  # the wire formats
     ("mockllm.runtime.providers.bedrock",),  # Bedrock's (it builds on what the providers share)
     ("mockllm.runtime.recording",),  # recorded wire → scripts

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from mockllm.dsl.machines.compiled import START, CompiledLibrary, CompiledStep, Machine
+from mockllm.dsl.operations import CHAT_TURNS
 from mockllm.dsl.span import NO_SPAN
 from mockllm.dsl.tree import describe
 from mockllm.dsl.tree.nodes import Echo, ReplyBlock
@@ -296,7 +297,7 @@ class Engine:
         no-match. Call with ``conv.lock`` held."""
         if loaded is None:
             return _Selection(echo=True)
-        chat_only = chat.operation == "chat"
+        chat_only = chat.operation in CHAT_TURNS
         input_steps = loaded.input_steps
         machines = loaded.library.machines
         index = loaded.index
@@ -379,7 +380,7 @@ class Engine:
         self, loaded: Loaded | None, chat: ChatRequest, sel: _Selection, key: str
     ) -> tuple[Plan | None, str | None, str | None]:
         """The plan for a selection, the expectation failure if any, and a note for the journal."""
-        if chat.operation != "chat":
+        if chat.operation not in CHAT_TURNS:
             return self._decide_inputs(chat, sel, key)
         if sel.echo:
             plan, note = self._plan(ECHO_BLOCK, chat, _env(ECHO_BLOCK, chat, None, {}), "the echo responder", key)

@@ -30,7 +30,9 @@ from mockllm.runtime.request import Operation, Provider
 #: renders, the engine decides), "inputs" (the route's own parse/render pair, the engine decides),
 #: "count_tokens" (the adapter answers alone), "model_path" (``…/models/{model}:METHOD``: by method),
 #: and the listings and banners ("models", "tags", "version", "root")
-Handler = Literal["chat", "inputs", "count_tokens", "mcp", "models", "model_path", "tags", "version", "root"]
+Handler = Literal[
+    "chat", "inputs", "count_tokens", "mcp", "realtime", "models", "model_path", "tags", "version", "root"
+]
 #: what a route serves that is not an operation: the listings and banners, and the paths that name
 #: their operation after the model (``…/models/{model}:METHOD``, the entry's ``model_operations``)
 Service = Literal["models", "model_path", "tags", "version", "root"]
@@ -73,6 +75,13 @@ OPERATIONS: dict[str, OperationSpec] = {
         # served by no provider: server/mcp/ answers it at /mcp/NAME and `mockllm mcp NAME` (docs/mcp.md)
         OperationSpec(
             "mcp", "mcp", "an MCP tools/call: a tool's name and arguments in, its result out", ("http", "stdio")
+        ),
+        # a WebSocket session's response (server/realtime/): the session's items in, a response's events out
+        OperationSpec(
+            "realtime",
+            "realtime",
+            "a live session's response: its items in, text, audio or tool calls out",
+            ("websocket",),
         ),
     )
 }
@@ -266,6 +275,8 @@ ENTRIES: tuple[ProviderEntry, ...] = (
             Route("/v1/images/variations", ("POST",), "images", "openai.images.variations"),
             Route("/v1/models", ("GET",), "models"),
             Route("/v1/models/{rest:path}", ("GET",), "model_path"),
+            # the Realtime API: a WebSocket session (server/realtime/, docs/realtime.md)
+            Route("/v1/realtime", ("GET",), "realtime", transport="websocket"),
         ),
         upstream="https://api.openai.com",
         recorded=r"/chat/completions$",

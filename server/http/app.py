@@ -39,6 +39,7 @@ from mockllm.server.mcp.http import McpEndpoint, mcp_routes
 from mockllm.server.media.images import image_routes
 from mockllm.server.metrics.routes import metrics_routes
 from mockllm.server.options import ServerOptions
+from mockllm.server.realtime.routes import realtime_routes
 from mockllm.server.state.opening import open_store
 from mockllm.server.state.store import StateStore
 
@@ -393,6 +394,7 @@ SUBSYSTEM_ROUTES: tuple[Callable[[ServerState], list[BaseRoute]], ...] = (
     _admin_routes,  # /_mockllm: the admin API
     mcp_routes,  # /mcp/NAME: the library's `mcp server` blocks (server/mcp/)
     image_routes,  # /mockllm/images/…: the pictures images answers give as URLs (server/media/)
+    realtime_routes,  # /v1/realtime …: WebSocket sessions, the registry's "realtime" routes (server/realtime/)
 )
 
 
@@ -444,7 +446,8 @@ def create_app(
     state = ServerState(
         engine, opts, adapters, store or open_store(engine, opts.state, opts.scenario_base, opts.state_poll_s)
     )
-    endpoints = [(spec, ProviderEndpoint(state, spec)) for spec in (*ROUTES, *openai_prefixed(opts.openai_prefixes))]
+    specs = (*ROUTES, *openai_prefixed(opts.openai_prefixes))
+    endpoints = [(spec, ProviderEndpoint(state, spec)) for spec in specs if spec.transport == "http"]
     routes: list[BaseRoute] = [Route(spec.path, endpoint, methods=list(spec.methods)) for spec, endpoint in endpoints]
     for subsystem in SUBSYSTEM_ROUTES:
         routes += subsystem(state)
