@@ -208,3 +208,71 @@ def test_an_image_where_openai_takes_none_is_refused(server: BackgroundServer) -
             oa(server.url).chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
         assert caught.value.body["message"] == f"Invalid value: 'image_url'. Supported values are: {allowed}."  # type: ignore[index]
         assert caught.value.param == "messages[0].content[0].type"  # type: ignore[attr-defined]
+
+
+def test_audio_openai_cannot_read_is_refused(server: BackgroundServer) -> None:
+    """An `input_audio` part in a format other than wav or mp3: OpenAI's 400 on the format's path."""
+    part = {"type": "input_audio", "input_audio": {"data": base64.b64encode(WAV).decode(), "format": "webm"}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "?"}, part]}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        oa(server.url).chat.completions.create(model="gpt-4o-audio-preview", messages=messages)  # type: ignore[arg-type]
+    assert caught.value.body["message"] == "Invalid value: 'webm'. Supported values are: 'wav' and 'mp3'."  # type: ignore[index]
+    assert caught.value.param == "messages[0].content[1].input_audio.format"  # type: ignore[attr-defined]
+    assert caught.value.code == "invalid_value"
+
+
+def test_an_image_in_a_responses_assistant_message_is_refused(server: BackgroundServer) -> None:
+    """Responses: an assistant message holds what the model said; an `input_image` there is refused."""
+    history = [
+        {"role": "user", "content": "draw"},
+        {"role": "assistant", "content": [{"type": "input_image", "image_url": DATA_URL}]},
+        {"role": "user", "content": "again"},
+    ]
+    with pytest.raises(openai.BadRequestError) as caught:
+        oa(server.url).responses.create(model="gpt-4o", input=history)  # type: ignore[arg-type]
+    message = "Invalid value: 'input_image'. Supported values are: 'output_text' and 'refusal'."
+    assert caught.value.body["message"] == message  # type: ignore[index]
+    assert caught.value.param == "input[1].content[0]"  # type: ignore[attr-defined]
+
+
+def test_anthropic_refuses_pictures_in_assistant_turns_and_unknown_media_types(server: BackgroundServer) -> None:
+    """Anthropic's own rules and words: no `image` or `document` block in an assistant turn; a base64
+    image only as JPEG, PNG, GIF or WebP, a base64 document only as PDF (in a tool result too)."""
+    client = opened(anthropic.Anthropic(base_url=server.url, api_key="test"))
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG64}}
+    bmp = {"type": "image", "source": {"type": "base64", "media_type": "image/bmp", "data": PNG64}}
+    text = {"type": "document", "source": {"type": "base64", "media_type": "text/plain", "data": "aGk="}}
+    cases: list[tuple[list[dict[str, Any]], str]] = [
+        (
+            [
+                {"role": "user", "content": "draw"},
+                {"role": "assistant", "content": [image]},
+                {"role": "user", "content": "more"},
+            ],
+            "messages.1.content: 'image' blocks are not permitted within assistant turns",
+        ),
+        (
+            [{"role": "user", "content": [{"type": "text", "text": "?"}, bmp]}],
+            "messages.0.content.1.image.source.base64.media_type: "
+            "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+        ),
+        (
+            [{"role": "user", "content": [text]}],
+            "messages.0.content.0.document.source.base64.media_type: Input should be 'application/pdf'",
+        ),
+        (
+            [
+                {"role": "user", "content": "look"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [bmp]}]},
+            ],
+            "messages.2.content.0.tool_result.content.0.image.source.base64.media_type: "
+            "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+        ),
+    ]
+    for messages, said in cases:
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            client.messages.create(model="claude-x", max_tokens=50, messages=messages)  # type: ignore[arg-type]
+        assert caught.value.body["error"] == {"type": "invalid_request_error", "message": said}  # type: ignore[index]
+    out = client.messages.create(model="claude-x", max_tokens=50, messages=[{"role": "user", "content": [image]}])  # type: ignore[list-item]
+    assert out.content[0].text == "I see a picture."  # type: ignore[union-attr]  # the server still answers

@@ -55,9 +55,10 @@ CONTENT_SHAPE = "a string or an array of content blocks"
 # ---------------------------------------------------------------- parsing
 
 
-def _text_blocks(value: Any, path: common.FieldPath) -> str:
+def _text_blocks(value: Any, path: common.FieldPath, media_at: common.FieldPath | None = None) -> str:
     """``system``, a system message or a ``tool_result``'s content: a string, or text blocks joined
-    with "\\n" (image and document blocks carry no text)."""
+    with "\\n" (image and document blocks carry no text). ``media_at``: where the API says a block's
+    media type sits (a tool result's blocks: ``messages.1.content.0.tool_result.content.0``)."""
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
@@ -65,9 +66,33 @@ def _text_blocks(value: Any, path: common.FieldPath) -> str:
     texts: list[str] = []
     for i, raw in enumerate(value):
         block = common.as_object(raw, path.at(i))
-        if common.require_str(block, "type", path.at(i)) == "text":
+        kind = common.require_str(block, "type", path.at(i))
+        if kind == "text":
             texts.append(common.require_str(block, "text", path.at(i)))
+        elif kind in ("image", "document"):
+            _check_media_type(kind, block.get("source"), (media_at or path).at(i))
     return "\n".join(texts)
+
+
+#: the media types a base64 ``image`` or ``document`` block may declare, as the API lists them
+_BASE64_MEDIA = {
+    "image": ("image/jpeg", "image/png", "image/gif", "image/webp"),
+    "document": ("application/pdf",),
+}
+
+
+def _check_media_type(kind: str, source: Any, at: common.FieldPath) -> None:
+    """A base64 ``image`` or ``document`` block's ``media_type`` is one the API takes; else its 400,
+    worded as the API words it (``messages.0.content.1.image.source.base64.media_type: Input should be
+    'image/jpeg', 'image/png', 'image/gif' or 'image/webp'``)."""
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return
+    allowed = _BASE64_MEDIA[kind]
+    if source.get("media_type") in allowed:
+        return
+    quoted = [f"'{m}'" for m in allowed]
+    listed = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    raise ProviderError(400, f"{at}.{kind}.source.base64.media_type: Input should be {listed}")
 
 
 def _turn(role: str, content: Any, path: common.FieldPath, call_names: dict[str, str]) -> common.WireTurn:
@@ -96,12 +121,16 @@ def _turn(role: str, content: Any, path: common.FieldPath, call_names: dict[str,
                 raise common.invalid_value(at.key("type"), "`tool_result` blocks are only allowed in user messages")
             use_id = common.require_str(block, "tool_use_id", at)
             raw_content = block.get("content")
-            text = "" if raw_content is None else _text_blocks(raw_content, at.key("content"))
+            inner = at.key("tool_result").key("content")
+            text = "" if raw_content is None else _text_blocks(raw_content, at.key("content"), inner)
             is_error = bool(common.optional_bool(block, "is_error", at))
             results.append(ToolResult(use_id, call_names.get(use_id), text, is_error))
         else:  # image, document, thinking, redacted_thinking, server tool blocks...: no text
             other = True
             if kind in ("image", "document"):
+                if role == "assistant":  # the API's own words (its path names the content, not the block)
+                    raise ProviderError(400, f"{path}: '{kind}' blocks are not permitted within assistant turns")
+                _check_media_type(kind, block.get("source"), at)
                 attached.append(_attachment(kind, block.get("source")))
     has_text = bool(texts) or other or not results
     return common.WireTurn("\n".join(texts), has_text, tuple(calls), tuple(results), tuple(attached))

@@ -3,6 +3,7 @@ rules and response rendering, byte for byte as docs/providers/openai.md describe
 
 from __future__ import annotations
 
+import json
 import weakref
 from collections.abc import Sequence
 from json.encoder import encode_basestring  # the string encoder json_text's encoder writes strings with
@@ -89,6 +90,8 @@ def _content_text(value: Any, path: FieldPath, *, nullable: bool, allowed: tuple
         kind = require_str(part, "type", at)
         if kind == "text":
             texts.append(require_str(part, "text", at))
+        elif kind == "input_audio" and not allowed:  # (a user message: any part)
+            _check_audio_format(part.get("input_audio"), at.key("input_audio"))
         elif allowed and kind not in allowed:
             supported = " and ".join(f"'{a}'" for a in allowed)
             raise ProviderError(
@@ -98,6 +101,26 @@ def _content_text(value: Any, path: FieldPath, *, nullable: bool, allowed: tuple
                 param=at.key("type").text,
             )
     return "\n".join(texts)
+
+
+#: the formats an ``input_audio`` part may name
+AUDIO_INPUT_FORMATS = ("wav", "mp3")
+
+
+def _check_audio_format(audio: Any, path: FieldPath) -> None:
+    """An ``input_audio`` part's ``format`` is wav or mp3, else the API's 400 (``Invalid value: 'webm'.
+    Supported values are: 'wav' and 'mp3'.``, its param the format's path). Mistral's bare-string form
+    names no format."""
+    fmt = audio.get("format") if isinstance(audio, dict) else None
+    if fmt is None or fmt in AUDIO_INPUT_FORMATS:
+        return
+    shown = fmt if isinstance(fmt, str) else json.dumps(fmt)
+    raise ProviderError(
+        400,
+        f"Invalid value: '{shown}'. Supported values are: 'wav' and 'mp3'.",
+        code="invalid_value",
+        param=path.key("format").text,
+    )
 
 
 def content_attachments(value: Any) -> tuple[Attachment, ...]:

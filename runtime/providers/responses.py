@@ -159,6 +159,19 @@ def _content_text(content: Any, param: str, allow_refusal: bool = True) -> str:
     return "\n".join(texts)
 
 
+def _assistant_parts(content: Any, param: str) -> None:
+    """An assistant message holds what the model said (``output_text``, ``refusal``): an image, file
+    or audio part there gets the API's 400 (``Invalid value: 'input_image'. Supported values are:
+    'output_text' and 'refusal'.``)."""
+    if not isinstance(content, list):
+        return
+    for i, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in _SKIPPED_PARTS:
+            message = f"Invalid value: '{kind}'. Supported values are: 'output_text' and 'refusal'."
+            raise FIELDS.bad(message, f"{param}[{i}]", code="invalid_value")
+
+
 def _attachments(content: Any) -> tuple[Attachment, ...]:
     """The ``input_image``, ``input_audio`` and ``input_file`` parts of a message's content."""
     if not isinstance(content, list):
@@ -220,6 +233,8 @@ def _parse_input(value: Any) -> _Parsed:
                 )
             if "content" not in item:
                 raise FIELDS.missing(f"{where}.content")
+            if role == "assistant":
+                _assistant_parts(item["content"], f"{where}.content")
             text = _content_text(item["content"], f"{where}.content")
             if role == "system":
                 system.append(text)
