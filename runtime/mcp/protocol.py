@@ -14,7 +14,8 @@ from typing import Any, cast
 
 from mockllm.dsl.tree.nodes import McpServer, McpTool
 from mockllm.runtime.engine.conversations import CONVERSATION_HEADER
-from mockllm.runtime.mcp.results import argument_error, call_result, unknown_tool
+from mockllm.runtime.jsonout import compact_encoder
+from mockllm.runtime.mcp.results import argument_error, call_result_text, unknown_tool
 from mockllm.runtime.reply.plan import ErrorPlan, HangPlan, MessagePlan, Plan, RawPlan
 from mockllm.runtime.request import ChatRequest, Provider
 from mockllm.runtime.values import fast_frozen
@@ -172,12 +173,23 @@ class Answer:
     drop: bool = False
     raw: Any = None  # a `status`/`body` reply: this body exactly as written
     has_raw: bool = False
+    result_text: str | None = None  # a result's compact JSON text (``message`` is then that result)
+
+    def message_text(self) -> str:
+        """``message`` as compact JSON text (a result's written once: see :func:`call_result_text`)."""
+        if self.result_text is not None and self.message is not None:
+            return f'{{"jsonrpc":"2.0","id":{_compact(self.message["id"])},"result":{self.result_text}}}'
+        return _compact(self.message)
+
+
+_compact = compact_encoder()
 
 
 def answer(msg_id: Any, plan: Plan | None, tool: McpTool, arguments: Mapping[str, Any]) -> Answer:
     """The answer to a tools/call the engine planned (``plan`` None: nothing matched and no default)."""
     if plan is None:
-        return Answer(rpc_result(msg_id, call_result(MessagePlan(model=""), tool, arguments)))
+        result, text = call_result_text(MessagePlan(model=""), tool, arguments)
+        return Answer(rpc_result(msg_id, result), result_text=text)
     if isinstance(plan, HangPlan):
         return Answer(None, hang=True)
     if isinstance(plan, ErrorPlan):
@@ -187,4 +199,5 @@ def answer(msg_id: Any, plan: Plan | None, tool: McpTool, arguments: Mapping[str
         return Answer(None, plan.status, plan.latency_s, raw=plan.body, has_raw=plan.has_body)
     if plan.disconnect_after is not None:
         return Answer(None, latency_s=plan.latency_s, drop=True)
-    return Answer(rpc_result(msg_id, call_result(plan, tool, arguments)), latency_s=plan.latency_s)
+    result, text = call_result_text(plan, tool, arguments)
+    return Answer(rpc_result(msg_id, result), latency_s=plan.latency_s, result_text=text)

@@ -14,9 +14,12 @@ from typing import Any
 from mockllm.dsl.tree.nodes import McpTool
 from mockllm.runtime.echo.schema_args import generate
 from mockllm.runtime.echo.schema_check import is_valid
+from mockllm.runtime.jsonout import compact_encoder
 from mockllm.runtime.reply.plan import MessagePlan
 
-__all__ = ["argument_error", "call_result", "default_result", "text_result", "unknown_tool"]
+__all__ = ["argument_error", "call_result", "call_result_text", "default_result", "text_result", "unknown_tool"]
+
+_compact = compact_encoder()
 
 
 def _json_text(value: Any) -> str:
@@ -54,6 +57,30 @@ def call_result(plan: MessagePlan, tool: McpTool, arguments: Mapping[str, Any]) 
         out["structuredContent"] = structured
     out["isError"] = is_error
     return out
+
+
+#: call_result_text's answers to scripted `result` lines, by the identity of the plan's ``results``: the
+#: planner keeps a static reply's plan, and with it the same tuple, from one call to the next, so its
+#: result is built and written once (the tuple is kept here, so its id is not reused while cached).
+_BUILT: dict[int, tuple[tuple[tuple[Any, bool], ...], dict[str, Any], str]] = {}
+_BUILT_LIMIT = 1024
+
+
+def call_result_text(plan: MessagePlan, tool: McpTool, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """:func:`call_result` and its compact JSON text. For a plan with `result` lines both are shared
+    from one call to the next: never change them."""
+    results = plan.results
+    if results:
+        hit = _BUILT.get(id(results))
+        if hit is not None and hit[0] is results:
+            return hit[1], hit[2]
+    result = call_result(plan, tool, arguments)
+    text = _compact(result)
+    if results:
+        if len(_BUILT) >= _BUILT_LIMIT:
+            _BUILT.clear()
+        _BUILT[id(results)] = (results, result, text)
+    return result, text
 
 
 def default_result(tool: McpTool, arguments: Mapping[str, Any]) -> dict[str, Any]:

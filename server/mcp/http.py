@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.routing import BaseRoute, Route
 
+from mockllm.runtime.jsonout import compact_encoder
 from mockllm.runtime.mcp import protocol as p
 from mockllm.server.http.streaming import Channel
 from mockllm.server.mcp.service import McpService, Session, software_version
@@ -41,8 +42,11 @@ def mcp_routes(state: ServerState) -> list[BaseRoute]:
     return [Route(PATH, McpEndpoint(state, service), methods=["POST", "GET", "DELETE"])]
 
 
+_compact = compact_encoder()
+
+
 def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return _compact(obj).encode()
 
 
 class McpEndpoint:
@@ -71,8 +75,10 @@ class McpEndpoint:
         if method not in ("POST", "GET", "DELETE"):
             await self._json(channel, 405, p.rpc_error(None, p.INVALID_REQUEST, "Method Not Allowed"))
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        name = urllib.parse.unquote(scope["path"][len(PREFIX) :])
+        headers = _headers(scope["headers"])
+        name = scope["path"][len(PREFIX) :]
+        if "%" in name:
+            name = urllib.parse.unquote(name)
         server = self.service.server(name)
         if server is None:
             known = ", ".join(f'"{n}"' for n in self.service.server_names()) or "none"
@@ -183,7 +189,7 @@ class McpEndpoint:
             service.settle(entry_id, answer.status)
             await self._json(channel, answer.status, answer.message)
             return
-        body = b"event: message\ndata: " + _dumps(answer.message) + b"\n\n"
+        body = f"event: message\ndata: {answer.message_text()}\n\n".encode()
         head = [(b"content-type", _SSE), (b"cache-control", b"no-cache"), (b"content-length", str(len(body)).encode())]
         await channel.start(200, head)
         service.settle(entry_id, 200)
@@ -233,6 +239,24 @@ class McpEndpoint:
         await channel.end()
 
 
+_NAMES: dict[bytes, str] = {}  # header names seen (bytes -> lower-case text), up to _NAMES_LIMIT of them
+_NAMES_LIMIT = 256
+
+
+def _headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The request's headers by lower-case name (a repeated header: its last value)."""
+    out: dict[str, str] = {}
+    names = _NAMES
+    for raw_name, value in raw:
+        name = names.get(raw_name)
+        if name is None:
+            name = raw_name.decode("latin-1").lower()
+            if len(names) < _NAMES_LIMIT and len(raw_name) <= 64:
+                names[bytes(raw_name)] = name
+        out[name] = value.decode("latin-1")
+    return out
+
+
 async def _read_body(receive: Receive) -> bytes | None:
     """The whole request body, or None past :data:`MAX_BODY`."""
     parts: list[bytes] = []
@@ -245,8 +269,11 @@ async def _read_body(receive: Receive) -> bytes | None:
         size += len(chunk)
         if size > MAX_BODY:
             return None
-        parts.append(chunk)
         if not message.get("more_body", False):
+            if not parts:  # the whole body in one message: most requests
+                return bytes(chunk)
+            parts.append(chunk)
             break
+        parts.append(chunk)
         await asyncio.sleep(0)
     return b"".join(parts)

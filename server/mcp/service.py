@@ -15,8 +15,10 @@ import attrs
 
 from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.mcp import protocol as p
+from mockllm.runtime.values import fast_frozen
 
 if TYPE_CHECKING:
+    from mockllm.dsl.machines.compiled import CompiledLibrary
     from mockllm.dsl.tree.nodes import McpServer
     from mockllm.runtime.engine.engine import Engine
     from mockllm.server.state.store import StateStore
@@ -69,7 +71,7 @@ class Sessions:
         return True
 
 
-@attrs.frozen
+@fast_frozen
 class Handled:
     """The answer to one message: a JSON-RPC message to send now (``message``), or a tool call's
     :class:`~mockllm.runtime.mcp.protocol.Answer` with its journal entry (settle it once sent), or
@@ -89,15 +91,15 @@ class McpService:
         self.store = store
         self.software = software
         self.sessions = Sessions()
+        self._library: CompiledLibrary | None = None
+        self._servers: dict[str, McpServer] = {}
 
     def server(self, name: str) -> McpServer | None:
         library = self.engine.library
-        if library is None:
-            return None
-        for server in library.mcp_servers:
-            if server.name == name:
-                return server
-        return None
+        if library is not self._library:  # loaded anew (the admin API): its servers by name
+            self._library = library
+            self._servers = {s.name: s for s in library.mcp_servers} if library is not None else {}
+        return self._servers.get(name)
 
     def server_names(self) -> list[str]:
         library = self.engine.library
@@ -137,7 +139,8 @@ class McpService:
             if call.rpc_error:
                 return Handled(call.immediate)
             return Handled(p.rpc_result(msg.id, call.immediate))
-        outcome = await self.store.handle(call.chat)
+        store = self.store  # in memory, the engine is called directly (as for chat requests)
+        outcome = await store.handle(call.chat) if store.shared else self.engine.handle(call.chat)
         answer = p.answer(msg.id, outcome.plan, call.tool, call.chat.arguments)
         return Handled(call=answer, entry_id=outcome.entry_id)
 
