@@ -7,6 +7,8 @@ errors, latency, spacing and `disconnect`, cancelling, two sessions at once, the
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -16,6 +18,8 @@ import pytest
 from conftest import SleepLog, compile_text
 from openai import AsyncOpenAI
 
+from mockllm.runtime.media import inband
+from mockllm.runtime.media.audio import speak
 from mockllm.server.background import BackgroundServer
 from mockllm.server.options import ServerOptions
 
@@ -184,3 +188,426 @@ def test_a_chat_step_answers_a_realtime_response(server: BackgroundServer) -> No
     (entry,) = [e for e in journal(server) if e["matched"] and e["matched"]["step"] == "hello"]
     assert entry["provider"] == "openai" and entry["status"] == 200 and entry["model"] == "gpt-realtime"
     assert entry["body"]["items"][-1] == {"type": "message", "role": "user", "text": "good morning"}
+
+
+async def _audio_response(server: BackgroundServer, text: str) -> list[Any]:
+    async with client(server).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
+        await conn.conversation.item.create(item=say(text))
+        await conn.response.create()
+        return await until(conn)
+
+
+def test_audio_out_is_base64_pcm16_with_transcript_deltas_and_grows_with_the_text(echo: BackgroundServer) -> None:
+    short = run(lambda: _audio_response(echo, "hi there"))
+    long = run(lambda: _audio_response(echo, "hi there, this answer has a good many more words in it"))
+    kinds = [e.type for e in short]
+    assert kinds.index("response.content_part.added") < kinds.index("response.output_audio_transcript.delta")
+    assert kinds.index("response.output_audio.delta") < kinds.index("response.output_audio.done")
+    assert kinds[-7:] == [
+        "response.output_audio.done",
+        "response.output_audio_transcript.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "conversation.item.done",
+        "response.done",
+        "rate_limits.updated",
+    ]
+
+    def pcm(events: list[Any]) -> bytes:
+        return b"".join(base64.b64decode(e.delta) for e in events if e.type == "response.output_audio.delta")
+
+    said = "".join(e.delta for e in short if e.type == "response.output_audio_transcript.delta")
+    (done,) = [e for e in short if e.type == "response.output_audio_transcript.done"]
+    assert said == done.transcript == "hi there"
+    assert inband.read(pcm(short)) == "hi there"  # the audio carries what it says
+    assert len(pcm(long)) > len(pcm(short)) and len(pcm(short)) % 2 == 0
+    assert len(pcm(short)) == len(speak("hi there", "pcm"))  # 24 kHz pcm16, as long as the speech route's
+    response = next(e for e in short if e.type == "response.done").response
+    assert response.output_modalities == ["audio"] and response.output[0].content[0].transcript == "hi there"
+    assert response.usage.output_token_details.audio_tokens > 0
+    assert "response.done" in kinds and "response.output_text.delta" not in kinds
+
+
+def test_audio_in_is_appended_committed_transcribed_and_answered(echo: BackgroundServer) -> None:
+    pcm = speak("what time is it", "pcm")
+
+    async def go() -> tuple[list[Any], list[Any]]:
+        async with client(echo).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
+            await conn.recv()
+            await conn.session.update(
+                session={"type": "realtime", "audio": {"input": {"transcription": {"model": "whisper-1"}}}}
+            )
+            await conn.recv()
+            for at in range(0, len(pcm), 9600):
+                await conn.input_audio_buffer.append(audio=base64.b64encode(pcm[at : at + 9600]).decode())
+            await conn.input_audio_buffer.commit()
+            committed = await until(conn, "conversation.item.input_audio_transcription.completed")
+            await conn.response.create()
+            return committed, await until(conn)
+
+    committed, answer = run(go)
+    assert [e.type for e in committed] == [
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.done",
+        "conversation.item.input_audio_transcription.delta",
+        "conversation.item.input_audio_transcription.completed",
+    ]
+    assert committed[1].item.role == "user" and committed[1].item.content[0].type == "input_audio"
+    assert committed[-1].transcript == "what time is it" and committed[-1].item_id == committed[0].item_id
+    said = next(e for e in answer if e.type == "response.output_audio_transcript.done").transcript
+    assert said == "what time is it"
+
+
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def test_a_tool_call_mid_session_then_its_output_then_the_scripted_answer(server: BackgroundServer) -> None:
+    headers = conversation()
+
+    async def go() -> tuple[list[Any], list[Any]]:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=headers) as conn:
+            await conn.session.update(session={**TEXT, "tools": [WEATHER_TOOL]})
+            await conn.conversation.item.create(item=say("what is the weather like?"))
+            await conn.response.create()
+            called = await until(conn)
+            done = next(e for e in called if e.type == "response.function_call_arguments.done")
+            output = {"type": "function_call_output", "call_id": done.call_id, "output": '{"sky": "sunny"}'}
+            await conn.conversation.item.create(item=output)
+            await conn.response.create()
+            return called, await until(conn)
+
+    called, answered = run(go)
+    kinds = [e.type for e in called]
+    deltas_seen = kinds.count("response.function_call_arguments.delta")
+    assert deltas_seen >= 1
+    assert kinds == [
+        "session.created",
+        "session.updated",
+        "conversation.item.added",  # the user's item
+        "conversation.item.done",
+        "response.created",
+        "response.output_item.added",
+        "conversation.item.added",
+        *["response.function_call_arguments.delta"] * deltas_seen,
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "conversation.item.done",
+        "response.done",
+        "rate_limits.updated",
+    ]
+    added = next(e for e in called if e.type == "response.output_item.added")
+    assert added.item.type == "function_call" and added.item.name == "get_weather" and added.item.arguments == ""
+    done = next(e for e in called if e.type == "response.function_call_arguments.done")
+    deltas = "".join(e.delta for e in called if e.type == "response.function_call_arguments.delta")
+    assert json.loads(done.arguments) == json.loads(deltas) == {"city": "Paris"}
+    assert done.call_id.startswith("call_") and done.name == "get_weather"
+    final = next(e for e in called if e.type == "response.done").response
+    assert final.output[0].type == "function_call" and final.output[0].call_id == done.call_id
+    assert [e.text for e in answered if e.type == "response.output_text.done"] == ["It is sunny in Paris today."]
+    steps = [e["matched"]["step"] for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+    assert steps == ["asks", "answers"]
+
+
+def test_a_scripted_error_is_an_error_event_and_the_session_goes_on(server: BackgroundServer) -> None:
+    async def go() -> tuple[list[Any], list[Any]]:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.conversation.item.create(item=say("busy please"))
+            await conn.response.create()
+            failed = await until(conn, "error")
+            await conn.conversation.item.create(item=say("good morning"))
+            await conn.response.create()
+            return failed, await until(conn)
+
+    failed, after = run(go)
+    error = failed[-1].error
+    assert (error.type, error.code, error.message) == ("requests", "rate_limit_exceeded", "Slow down.")
+    assert "response.created" not in [e.type for e in failed]
+    assert [e.text for e in after if e.type == "response.output_text.done"] == ["Good morning to you!"]
+
+
+def test_disconnect_closes_the_socket_after_the_scripted_chunks(server: BackgroundServer) -> None:
+    from websockets.exceptions import ConnectionClosedError
+
+    headers = conversation()
+
+    async def go() -> tuple[list[Any], Any]:
+        seen: list[Any] = []
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=headers) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.conversation.item.create(item=say("cut me off"))
+            await conn.response.create()
+            try:
+                async for event in conn:
+                    seen.append(event)
+            except ConnectionClosedError as exc:
+                return seen, exc
+        raise AssertionError("the session ended cleanly")
+
+    seen, closed = run(go)
+    assert [e.delta for e in seen if e.type == "response.output_text.delta"] == ["one", " two"]
+    assert "response.done" not in [e.type for e in seen]
+    assert closed.rcvd is not None and closed.rcvd.code == 1011
+    (entry,) = [e for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+    assert entry["note"] == "disconnect after 2 chunks"
+
+
+def test_latency_and_spacing_go_through_the_servers_clock(server: BackgroundServer, sleeps: SleepLog) -> None:
+    async def go() -> list[Any]:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.conversation.item.create(item=say("take your time"))
+            await conn.response.create()
+            return await until(conn)
+
+    sleeps.delays.clear()
+    events = run(go)
+    assert [e.delta for e in events if e.type == "response.output_text.delta"] == ["alpha", " beta", " gamma"]
+    assert sleeps.delays == [0.25, 0.01, 0.01]  # the latency, then between each piece
+
+
+def test_two_sessions_at_once_keep_their_own_state(server: BackgroundServer) -> None:
+    first, second = conversation(), conversation()
+
+    async def one(headers: dict[str, str], weather: bool) -> list[str]:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=headers) as conn:
+            await conn.session.update(session={**TEXT, "tools": [WEATHER_TOOL]})
+            await conn.conversation.item.create(item=say("weather?" if weather else "good morning"))
+            await conn.response.create()
+            events = await until(conn)
+            ends = ("response.function_call_arguments.done", "response.output_text.done")
+            return [e.type for e in events if e.type in ends]
+
+    async def both() -> list[list[str]]:
+        return list(await asyncio.gather(one(first, True), one(second, False)))
+
+    calls, hello = run(both)
+    assert calls == ["response.function_call_arguments.done"]
+    assert hello == ["response.output_text.done"]
+    by_conversation = {e["conversation"]: e["matched"]["step"] for e in journal(server)}
+    assert by_conversation[first["x-mockllm-conversation"]] == "asks"
+    assert by_conversation[second["x-mockllm-conversation"]] == "hello"
+
+
+def test_cancel_ends_the_running_response_as_cancelled(server: BackgroundServer) -> None:
+    async def go() -> list[Any]:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.conversation.item.create(item=say("talk forever"))
+            await conn.response.create()
+            seen = []
+            async for event in conn:
+                seen.append(event)
+                if event.type == "response.output_text.delta":
+                    await conn.response.cancel()
+                    break
+            return seen + await until(conn)
+
+    events = run(go)
+    done = next(e for e in events if e.type == "response.done").response
+    assert done.status == "cancelled" and done.status_details.reason == "client_cancelled"
+    item_done = next(e for e in events if e.type == "response.output_item.done")
+    assert item_done.item.status == "incomplete"
+    assert len([e for e in events if e.type == "response.output_text.delta"]) < 3000
+
+
+def test_the_journal_and_verify_list_session_responses_like_requests(server: BackgroundServer) -> None:
+    headers = conversation()
+
+    async def go() -> None:
+        async with client(server).realtime.connect(model="gpt-realtime-mini", extra_headers=headers) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.conversation.item.create(item=say("nobody scripted this"))
+            await conn.response.create()
+            await until(conn, "error")
+
+    run(go)
+    (entry,) = [e for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+    assert (entry["provider"], entry["endpoint"], entry["model"], entry["status"]) == (
+        "openai",
+        "/v1/realtime",
+        "gpt-realtime-mini",
+        404,
+    )
+    assert entry["no_match"] is not None
+    verify = httpx.get(server.url + "/_mockllm/verify").json()
+    assert verify["ok"] is False
+    assert headers["x-mockllm-conversation"] in json.dumps(verify)
+
+
+def ws_url(server: BackgroundServer) -> str:
+    return server.url.replace("http://", "ws://") + "/v1/realtime?model=gpt-realtime"
+
+
+async def raw(server: BackgroundServer, **options: Any) -> Any:
+    """A raw WebSocket client (no SDK between the test and the wire), past ``session.created``."""
+    from websockets.asyncio.client import connect
+
+    headers = {"Authorization": "Bearer test", **conversation()}
+    conn = await connect(ws_url(server), additional_headers=headers, **options)
+    first = json.loads(await conn.recv())
+    assert first["type"] == "session.created"
+    return conn
+
+
+async def next_event(conn: Any) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads(await conn.recv())
+    return event
+
+
+def test_bad_client_events_get_error_events_and_the_session_stays_open(echo: BackgroundServer) -> None:
+    sent: list[str | bytes] = [
+        "this is not json",
+        b"\xff\xfe binary garbage",
+        "[1, 2, 3]",
+        json.dumps({"event_id": "evt_1"}),
+        json.dumps({"type": "no.such.event", "event_id": "evt_2"}),
+        json.dumps({"type": "conversation.item.create"}),
+        json.dumps({"type": "conversation.item.create", "item": {"type": "message", "role": "robot", "content": []}}),
+        json.dumps({"type": "conversation.item.create", "item": {"type": "function_call_output", "call_id": "c"}}),
+        json.dumps({"type": "input_audio_buffer.append", "audio": "%%% not base64 %%%"}),
+        json.dumps({"type": "input_audio_buffer.commit"}),
+        json.dumps({"type": "session.update", "session": {"instructions": "no type"}}),
+        json.dumps({"type": "session.update", "session": {"type": "realtime", "output_modalities": ["video"]}}),
+        json.dumps({"type": "response.cancel"}),
+        json.dumps({"type": "conversation.item.delete", "item_id": "nope"}),
+    ]
+
+    async def go() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        conn = await raw(echo)
+        try:
+            errors = []
+            for frame in sent:
+                await conn.send(frame)
+                errors.append(await next_event(conn))
+            await conn.send(json.dumps({"type": "conversation.item.create", "item": say("still here")}))
+            return errors, await next_event(conn)
+        finally:
+            await conn.close()
+
+    errors, alive = run(go)
+    assert [e["type"] for e in errors] == ["error"] * len(sent)
+    assert all(set(e["error"]) == {"type", "code", "message", "param", "event_id"} for e in errors)
+    assert all(e["error"]["type"] == "invalid_request_error" and e["event_id"] for e in errors)
+    codes = [e["error"]["code"] for e in errors]
+    assert codes == [
+        "invalid_json",
+        "invalid_json",
+        "invalid_json",
+        "missing_required_parameter",
+        "invalid_value",
+        "missing_required_parameter",
+        "invalid_value",
+        "missing_required_parameter",
+        "invalid_value",
+        "input_audio_buffer_commit_empty",
+        "missing_required_parameter",
+        "invalid_value",
+        "response_cancel_not_active",
+        "item_not_found",
+    ]
+    assert errors[4]["error"]["event_id"] == "evt_2" and errors[4]["error"]["param"] == "type"
+    assert "'no.such.event'" in errors[4]["error"]["message"]
+    assert errors[6]["error"]["param"] == "item.role"
+    assert errors[7]["error"]["param"] == "item.output"
+    assert errors[9]["error"]["message"].startswith("Error committing input audio buffer: buffer too small.")
+    assert alive["type"] == "conversation.item.added"
+
+
+def test_a_second_response_while_one_runs_is_refused(server: BackgroundServer) -> None:
+    async def go() -> list[dict[str, Any]]:
+        conn = await raw(server)
+        try:
+            await conn.send(json.dumps({"type": "session.update", "session": TEXT}))
+            await conn.send(json.dumps({"type": "conversation.item.create", "item": say("talk forever")}))
+            await conn.send(json.dumps({"type": "response.create"}))
+            events = []
+            while not events or events[-1]["type"] != "response.output_text.delta":
+                events.append(await next_event(conn))
+            await conn.send(json.dumps({"type": "response.create"}))
+            while events[-1]["type"] != "error":
+                events.append(await next_event(conn))
+            return events
+        finally:
+            await conn.close()
+
+    events = run(go)
+    error = events[-1]["error"]
+    assert error["code"] == "conversation_already_has_active_response"
+    response_id = next(e for e in events if e["type"] == "response.created")["response"]["id"]
+    assert response_id in error["message"]
+
+
+def test_a_frame_past_the_hosts_limit_closes_that_session_only(echo: BackgroundServer) -> None:
+    from websockets.exceptions import ConnectionClosed
+
+    async def go() -> tuple[int | None, dict[str, Any]]:
+        big = await raw(echo, max_size=None)
+        other = await raw(echo)
+        code = None
+        try:
+            payload = base64.b64encode(bytes(17 * 1024 * 1024)).decode()
+            await big.send(json.dumps({"type": "input_audio_buffer.append", "audio": payload}))
+            await big.recv()
+        except ConnectionClosed as exc:
+            code = exc.rcvd.code if exc.rcvd is not None else None
+        await other.send(json.dumps({"type": "conversation.item.create", "item": say("fine")}))
+        try:
+            return code, await next_event(other)
+        finally:
+            await other.close()
+
+    code, event = run(go)
+    assert code == 1009  # message too big
+    assert event["type"] == "conversation.item.added"
+
+
+def test_a_client_that_vanishes_mid_response_is_journalled_as_gone(server: BackgroundServer) -> None:
+    headers = conversation()
+
+    async def go() -> None:
+        from websockets.asyncio.client import connect
+
+        conn = await connect(ws_url(server), additional_headers={"Authorization": "Bearer test", **headers})
+        await conn.send(json.dumps({"type": "session.update", "session": TEXT}))
+        await conn.send(json.dumps({"type": "conversation.item.create", "item": say("talk forever")}))
+        await conn.send(json.dumps({"type": "response.create"}))
+        while json.loads(await conn.recv())["type"] != "response.output_text.delta":
+            pass
+        conn.transport.abort()  # no close frame: the network went away
+        for _ in range(200):
+            await asyncio.sleep(0.02)
+            entries = [e for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+            if entries and entries[0]["client_gone"]:
+                return
+        raise AssertionError(f"the response was not journalled as gone: {entries}")
+
+    run(go)
+    assert [e["model"] for e in journal(server)]  # the server still answers
+
+
+def test_a_client_that_never_reads_stalls_only_its_own_session(echo: BackgroundServer) -> None:
+    async def go() -> list[str]:
+        from websockets.asyncio.client import connect
+
+        stalled = await connect(ws_url(echo), additional_headers={"Authorization": "Bearer test", **conversation()})
+        stalled.transport.pause_reading()  # it never reads again: the server's writes back up
+        long = " ".join(["words"] * 2000)  # about 13 minutes of audio: megabytes of base64 deltas
+        await stalled.send(json.dumps({"type": "conversation.item.create", "item": say(long)}))
+        await stalled.send(json.dumps({"type": "response.create"}))
+        await asyncio.sleep(0.5)
+        async with client(echo).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.conversation.item.create(item=say("good morning"))
+            await conn.response.create()
+            healthy = [e.text for e in await until(conn) if e.type == "response.output_text.done"]
+        stalled.transport.abort()
+        return healthy
+
+    assert run(go) == ["good morning"]
