@@ -18,6 +18,7 @@ import httpx
 import openai
 import pytest
 from playwright.sync_api import expect, sync_playwright
+from test_inspector_timing import Timeline, chat, held_request, timed_server
 
 import mockllm
 
@@ -199,5 +200,57 @@ def test_with_an_admin_token_the_page_asks_for_it_and_sends_it(browser: Any, tmp
             page.goto(running.url + "/_mockllm/ui#token=s3cret")  # or in the fragment (never sent to the server)
             page.wait_for_selector("#library .scenario-link", timeout=WAIT_MS)
             assert "token" not in page.url
+        finally:
+            page.close()
+
+
+def test_timing_reply_bodies_from_redis_late_changes_and_operations(
+    browser: Any, redis_url: str, tmp_path: Path
+) -> None:
+    """Against a Redis-backed server on a fake clock: the took column and the detail's timing, a reply
+    body kept in Redis, a row on an older page that changes when its client goes away, and a
+    non-chat request's row with its operation (and the filter for it)."""
+    timeline = Timeline()
+    with timed_server(timeline, redis_url) as running:
+        url = running.url
+        page, errors, outside = _open(browser, url + "/_mockllm/ui")
+        try:
+            with held_request(url):  # entry 1: a hang, held until the test closes the connection
+                page.wait_for_selector('#journal tr[data-id="1"] td.duration.going', timeout=WAIT_MS)
+                for i in range(55):  # each 2 s on the fake clock: the held row leaves the newest fifty
+                    assert chat(url, f"slow {i}").status_code == 200
+                page.wait_for_selector('#journal tr[data-id="56"]', timeout=WAIT_MS)
+                expect(page.locator('#journal tr[data-id="1"]')).to_have_count(0, timeout=WAIT_MS)
+                page.click("#journal-older")
+                page.wait_for_selector('#journal tr[data-id="1"]', timeout=WAIT_MS)
+                assert page.inner_text('#journal tr[data-id="1"] td.duration') == "going…"
+                timeline.clock.advance(7.5)
+            # the client went away: its row, on the older page, changes without a reload
+            status = page.locator('#journal tr[data-id="1"] td.status')
+            expect(status).to_contain_text("client gone", timeout=WAIT_MS)
+            assert page.inner_text('#journal tr[data-id="1"] td.duration') == "117.50 s"  # 55 times 2 s, then 7.5 s
+            _shot(page, "inspector-timing.png", tmp_path)
+            page.click('#journal tr[data-id="1"]')
+            expect(page.locator("#detail .timing")).to_contain_text("the client went away after 117.50 s")
+            assert "no reply sent" in page.inner_text("#detail .timing")
+
+            page.click("#journal-newest")
+            page.wait_for_selector('#journal tr[data-id="56"]', timeout=WAIT_MS)
+            assert page.inner_text('#journal tr[data-id="56"] td.duration') == "2.00 s"
+            page.click('#journal tr[data-id="56"]')
+            expect(page.locator("#detail .timing")).to_contain_text("first byte after 2.00 s · ended after 2.00 s")
+            expect(page.locator("#detail .reply-body")).to_contain_text('"content": "Finally."')  # kept in Redis
+
+            client = openai.OpenAI(base_url=url + "/v1", api_key="test", max_retries=0)
+            vectors = client.embeddings.create(model="text-embedding-3-small", input="vectors please")
+            assert len(vectors.data[0].embedding) > 0  # (no step names embeddings: the default embedder)
+            page.wait_for_selector('#journal tr[data-id="57"]', timeout=WAIT_MS)
+            assert page.inner_text('#journal tr[data-id="57"] td.operation') == "embeddings"
+            assert page.inner_text('#journal tr[data-id="56"] td.operation') == "chat"
+            page.select_option("#filter-operation", "embeddings")
+            expect(page.locator("#journal tbody tr")).to_have_count(1, timeout=WAIT_MS)
+            page.click('#journal tr[data-id="57"]')
+            expect(page.locator("#detail .timing")).to_contain_text("ended after")
+            assert errors == [] and outside == []
         finally:
             page.close()

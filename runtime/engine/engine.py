@@ -238,6 +238,7 @@ class Engine:
         self.idle_seconds = idle_seconds
         self.journal_limit = journal_limit
         self.journal_entry_body_bytes = journal_entry_body_bytes
+        self.journal_total_bytes = journal_total_bytes
         self._lock = threading.Lock()  # generations, used steps, response counter
         self._table = ConversationTable(self._clock, max_conversations, idle_seconds)
         self._responses = ResponseStore(self._clock, max_conversations, idle_seconds)
@@ -489,6 +490,7 @@ class Engine:
             remark=note,
             body=chat.body,  # kept as bounded JSON text by the journal: `mockllm explain`, the inspector
             attachments=journal_attachments(chat),
+            operation=chat.operation,
         )
         if entry.attachments:  # the journal shows attachments as kind, type and size: never their payload
             entry.body = without_payloads(chat.body)
@@ -570,6 +572,7 @@ class Engine:
             stream=chat.stream if chat is not None else False,
             planned=status,
             rejected=message[:500],
+            operation=chat.operation if chat is not None else None,
         )
 
     def reset(self, conversation: str | None = None) -> None:
@@ -597,6 +600,13 @@ class Engine:
     def journal_newest(self, limit: int = DEFAULT_PAGE, before: int | None = None) -> list[dict[str, Any]]:
         """The newest entries below ``before``, newest first (see :meth:`Journal.newest`)."""
         return self._journal.newest(limit, before)
+
+    def journal_find(self, ids: list[int]) -> list[dict[str, Any]]:
+        """The kept entries with these ids (see :meth:`Journal.find`)."""
+        return self._journal.find(ids)
+
+    def journal_newest_id(self) -> int:
+        return self._journal.newest_id()
 
     def conversations(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.conversation_records()]

@@ -19,7 +19,9 @@ received; 0 when it gave up before any answer). ``status`` reads the delivery, a
 (a request still being answered, or an engine used without a server) the status the plan asks for.
 
 Every entry keeps its request body, and its delivery the reply body (cut to :data:`REPLY_CHARS`), so
-the inspector (server/inspector) can show both; both count against ``total_bytes``."""
+the inspector (server/inspector) can show both; both count against ``total_bytes``. The delivery also
+says when the request arrived, when the first byte of its reply went out and when the answer ended
+(the server's clock, read once at each of those moments: nothing more on the way)."""
 
 from __future__ import annotations
 
@@ -53,6 +55,18 @@ def _keep(key: tuple[Any, ...], text: str) -> None:
     _FRAGMENTS[key] = text
 
 
+def milliseconds(seconds: float | None) -> float | None:
+    """Seconds as milliseconds, to the microsecond, as the journal's JSON gives its timings."""
+    return None if seconds is None else round(seconds * 1000.0, 3)
+
+
+def _number(value: float | None) -> str:
+    """A number (or None) as ``json`` writes it."""
+    if value is None:
+        return "null"
+    return repr(value) if type(value) is float and value - value == 0 else _json_text(value)
+
+
 def _text(value: str | None) -> str:
     """A string (or None) as JSON, as ``json`` writes it with ``ensure_ascii=False``."""
     return "null" if value is None else encode_basestring(str(value))
@@ -69,6 +83,12 @@ class Delivery:
     reply: str | None = None  # the body the client was sent (a stream's frames joined), cut to REPLY_CHARS
     passed_through: bool = False  # answered by the real API (`mockllm serve --passthrough`), not a step
     recorded: str | None = None  # the script file the passed-through exchange was written into
+    # when (server's clock): the request arrived (seconds since the epoch), and the first byte of the
+    # reply went out and the answer ended or the client went away (seconds after it arrived; None: not
+    # known -- nothing was sent, or whoever settled it did not time it)
+    arrived: float | None = None
+    first_byte_s: float | None = None
+    ended_s: float | None = None
 
 
 @attrs.define
@@ -101,6 +121,7 @@ class JournalEntry:
     delivery: Delivery | None = None  # how the answer went: settled once, by whoever sent it
     # the request's images, audio and files: (kind, media type, size in bytes), never their payload
     attachments: tuple[tuple[str, str, int], ...] = ()
+    operation: str | None = None  # what the request asked for (`endpoint is "…"`): chat, embeddings, mcp …
 
     @property
     def status(self) -> int:
@@ -121,6 +142,22 @@ class JournalEntry:
     def reply(self) -> str | None:
         """The reply body the client was sent (cut to :data:`REPLY_CHARS`), once delivered."""
         return self.delivery.reply if self.delivery is not None else None
+
+    @property
+    def arrived(self) -> float:
+        """When the request arrived (seconds since the epoch): timed by the server, else when journalled."""
+        delivery = self.delivery
+        return self.time if delivery is None or delivery.arrived is None else delivery.arrived
+
+    @property
+    def first_byte_ms(self) -> float | None:
+        """Milliseconds from arrival to the first byte of the reply (None: none sent, or not timed)."""
+        return milliseconds(self.delivery.first_byte_s) if self.delivery is not None else None
+
+    @property
+    def duration_ms(self) -> float | None:
+        """Milliseconds from arrival to the answer's end or the client going away (None: still going)."""
+        return milliseconds(self.delivery.ended_s) if self.delivery is not None else None
 
     @property
     def answered_by(self) -> str:
@@ -184,6 +221,7 @@ class JournalEntry:
                 for a in data.get("attachments") or ()
                 if isinstance(a, Mapping)
             ),
+            operation=data.get("operation"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -216,6 +254,10 @@ class JournalEntry:
             "reply": self.reply,
             "passed_through": self.passed_through,
             "recorded": self.recorded,
+            "operation": self.operation,
+            "arrived": self.arrived,
+            "first_byte_ms": self.first_byte_ms,
+            "duration_ms": self.duration_ms,
         }
 
     def to_json_text(self) -> str:
@@ -260,7 +302,9 @@ class JournalEntry:
             f'"body_bytes":{"null" if body_bytes is None else int(body_bytes)},'
             f'"body_truncated":{_TRUTH[bool(self.body_truncated)]},'
             f'"rejected":{_text(self.rejected)},"attachments":{self._attachments_text()},"reply":{_text(self.reply)},'
-            f'"passed_through":{_TRUTH[self.passed_through]},"recorded":{_text(self.recorded)}}}'
+            f'"passed_through":{_TRUTH[self.passed_through]},"recorded":{_text(self.recorded)},'
+            f'"operation":{_text(self.operation)},"arrived":{_number(self.arrived)},'
+            f'"first_byte_ms":{_number(self.first_byte_ms)},"duration_ms":{_number(self.duration_ms)}}}'
         )
 
     def _attachments_text(self) -> str:
@@ -350,15 +394,21 @@ def _delivery_from_json(data: Mapping[str, Any]) -> Delivery | None:
     from the real API."""
     passed = bool(data.get("passed_through", False))
     reply = data.get("reply")
-    if not data.get("client_gone") and not passed and reply is None:
+    ended = data.get("duration_ms")
+    if not data.get("client_gone") and not passed and reply is None and ended is None:
         return None
     recorded = data.get("recorded")
+    first = data.get("first_byte_ms")
+    arrived = data.get("arrived")
     return Delivery(
         int(data.get("status", 0)),
         client_gone=bool(data.get("client_gone")),
         reply=reply,
         passed_through=passed,
         recorded=str(recorded) if recorded is not None else None,
+        arrived=float(arrived) if isinstance(arrived, int | float) else None,
+        first_byte_s=first / 1000.0 if isinstance(first, int | float) else None,
+        ended_s=ended / 1000.0 if isinstance(ended, int | float) else None,
     )
 
 
@@ -454,6 +504,17 @@ class Journal:
                 if len(picked) == limit:
                     break
         return [e.to_json() for e in picked]
+
+    def find(self, ids: list[int]) -> list[dict[str, Any]]:
+        """The entries with these ids that are still kept, in the order asked."""
+        with self._lock:
+            found = [self._entries.get(i) for i in ids]
+        return [e.to_json() for e in found if e is not None]
+
+    def newest_id(self) -> int:
+        """The newest kept entry's id (0: none)."""
+        with self._lock:
+            return next(reversed(self._entries), 0)
 
     def drop_conversation(self, conversation: str) -> None:
         with self._lock:

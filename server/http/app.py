@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
+import attrs
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -191,10 +192,11 @@ class ProviderEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.state
-        arrived = state.options.clock.monotonic()  # scripted latency counts from here
+        clock = state.options.clock
+        arrived = clock.monotonic()  # scripted latency counts from here; the journal times from here
         method = scope["method"]
         path = scope["path"]
-        channel = Channel(receive, send)
+        channel = Channel(receive, send, clock)
         provider: Provider = self.spec.provider or "openai"
         track: list[int] = []  # the journal entry, from when the engine has one until it is settled
         try:
@@ -299,8 +301,16 @@ class ProviderEndpoint:
 
         def record(delivery: Delivery) -> None:  # how the answer went: the one write of its journal status
             track.clear()
+            clock = state.options.clock
+            seconds = clock.monotonic() - arrived
+            first = channel.first_byte
+            delivery = attrs.evolve(
+                delivery,
+                arrived=clock.now() - seconds,
+                first_byte_s=None if first is None else first - arrived,
+                ended_s=seconds,
+            )
             self._finish(entry, delivery)
-            seconds = state.options.clock.monotonic() - arrived
             state.metrics.observe(chat.provider, chat.operation, delivery, outcome.plan is not None, seconds)
 
         if state.passthrough is not None and state.passthrough.wants(outcome, chat, state.engine.library is None):

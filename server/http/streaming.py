@@ -146,11 +146,25 @@ class Channel:
     Watching costs a task per request, so only replies that take time (latency, streams, hangs)
     start it; a reply sent at once has nothing to notice."""
 
-    __slots__ = ("_event", "_gone", "_receive", "_send", "_watch", "body_done", "ended", "started", "status")
+    __slots__ = (
+        "_clock",
+        "_event",
+        "_gone",
+        "_receive",
+        "_send",
+        "_watch",
+        "body_done",
+        "ended",
+        "first_byte",
+        "started",
+        "status",
+    )
 
-    def __init__(self, receive: Receive, send: Send) -> None:
+    def __init__(self, receive: Receive, send: Send, clock: Clock | None = None) -> None:
         self._receive = receive
         self._send = send
+        self._clock = clock  # when given, the response's start is timed: first_byte (monotonic seconds)
+        self.first_byte: float | None = None
         self._gone = False
         self._event: asyncio.Event | None = None  # created by watch(), for wait_gone()
         self._watch: asyncio.Task[None] | None = None
@@ -218,6 +232,8 @@ class Channel:
             head.append((b"connection", b"close"))
         self.started = True
         self.status = status
+        if self._clock is not None:
+            self.first_byte = self._clock.monotonic()
         await self._send({"type": "http.response.start", "status": status, "headers": head})
 
     async def write(self, data: bytes) -> None:

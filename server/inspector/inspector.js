@@ -15,10 +15,14 @@ const state = {
   olderCursor: null,
   selected: null, // the journal entry shown in detail
   convOffset: 0,
-  lastJournal: "",
+  rows: [], // the journal rows on show
+  newestListed: 0, // the newest entry id the live list has looked at
+  selectedDone: false,
+  listing: 0, // counts the listings: a poll's answer for an older one is dropped // the entry in detail has ended: it changes no more
   lastGraph: "",
   lastConversations: "",
   providers: new Set(),
+  operations: new Set(),
   polling: false,
   libraryVersion: "",
   polls: 0,
@@ -289,39 +293,100 @@ async function refreshConversations() {
 }
 
 // ---- the journal ------------------------------------------------------------------------------------
+// The rows on show are kept in state.rows. A listing (start, a filter, a page) reads them whole; then
+// each poll asks the live feed for the rows new since the newest listed (when the newest are on show)
+// and for the rows on show whose answer had not ended, as they are now: a row changes on the page
+// (a stream that ends, a client that goes away) wherever it is, at the cost of the rows on show only.
 
-function journalQuery() {
-  const parts = ["limit=" + PAGE];
-  if (state.before !== null) parts.push("before=" + state.before);
+function filterParts() {
+  const parts = [];
   const conversation = $("filter-conversation").value;
   const provider = $("filter-provider").value;
+  const operation = $("filter-operation").value;
   const matched = $("filter-matched").value;
   if (conversation) parts.push("conversation=" + encodeURIComponent(conversation));
   if (provider) parts.push("provider=" + encodeURIComponent(provider));
+  if (operation) parts.push("operation=" + encodeURIComponent(operation));
   if (matched) parts.push("matched=" + matched);
-  return parts.join("&");
+  return parts;
 }
 
-function filtered() {
-  return Boolean($("filter-conversation").value || $("filter-provider").value || $("filter-matched").value);
-}
-
-async function refreshJournal(throttled) {
-  // a filter looks through the whole journal on the server: polled every 2 s, not every 0.5 s
-  if (throttled && filtered() && state.polls % 4 !== 0) return;
-  const data = await api("journal?" + journalQuery());
-  const text = JSON.stringify(data.entries);
+async function listJournal() {
+  state.listing += 1; // a poll on its way answers for the list before this one: it is dropped
+  const parts = ["limit=" + PAGE, ...filterParts()];
+  if (state.before !== null) parts.push("before=" + state.before);
+  const data = await api("journal?" + parts.join("&"));
+  state.rows = data.entries;
+  state.newestListed = Math.max(state.newestListed, data.newest || 0);
   state.olderCursor = data.next_before;
-  $("journal-older").disabled = data.next_before === null;
-  if (text === state.lastJournal) return;
-  state.lastJournal = text;
+  renderJournal();
+}
+
+async function pollJournal() {
+  const ids = state.rows.map((r) => r.id);
+  const open = state.rows.filter((r) => !r.done).map((r) => r.id);
+  if (state.selected !== null && !ids.includes(state.selected)) {
+    ids.push(state.selected);
+    if (!state.selectedDone) open.push(state.selected);
+  }
+  const parts = ["limit=" + PAGE, ...filterParts(), "ids=" + ids.join(","), "open=" + open.join(",")];
+  const live = state.before === null;
+  if (live) parts.push("after=" + state.newestListed);
+  const listing = state.listing;
+  const data = await api("feed?" + parts.join("&"));
+  if (listing !== state.listing) return;
+  let changed = false;
+  if (data.missing.length) {
+    const gone = new Set(data.missing);
+    state.rows = state.rows.filter((r) => !gone.has(r.id));
+    if (gone.has(state.selected)) {
+      state.selected = null;
+      $("detail").hidden = true;
+    }
+    changed = true;
+  }
+  for (const row of data.rows) {
+    const at = state.rows.findIndex((r) => r.id === row.id);
+    if (at >= 0 && JSON.stringify(state.rows[at]) !== JSON.stringify(row)) {
+      state.rows[at] = row;
+      changed = true;
+    }
+    if (row.id === state.selected) showEntry(row.id, true).catch(report); // a late change shows in the detail too
+  }
+  const shown = new Set(state.rows.map((r) => r.id));
+  const added = data.entries.filter((r) => !shown.has(r.id));
+  if (live && added.length) {
+    state.rows = added.concat(state.rows);
+    if (state.rows.length > PAGE) {
+      state.rows = state.rows.slice(0, PAGE);
+      state.olderCursor = state.rows[state.rows.length - 1].id;
+    }
+    changed = true;
+  }
+  if (live && data.newest) state.newestListed = Math.max(state.newestListed, data.newest);
+  if (changed) renderJournal();
+}
+
+function addOption(select, known, value) {
+  if (value && !known.has(value)) {
+    known.add(value);
+    $(select).append(el("option", { value: value }, value));
+  }
+}
+
+// 12.3 ms, 2.50 s: how long a request took from its arrival to its end
+function duration(ms) {
+  if (ms === null || ms === undefined) return null;
+  return ms < 1000 ? ms.toFixed(1) + " ms" : (ms / 1000).toFixed(2) + " s";
+}
+
+function renderJournal() {
+  $("journal-older").disabled = state.olderCursor === null;
   const body = $("journal").tBodies[0];
   body.replaceChildren();
-  for (const entry of data.entries) {
-    if (entry.provider && !state.providers.has(entry.provider)) {
-      state.providers.add(entry.provider);
-      $("filter-provider").append(el("option", { value: entry.provider }, entry.provider));
-    }
+  for (const entry of state.rows) {
+    addOption("filter-provider", state.providers, entry.provider);
+    addOption("filter-operation", state.operations, entry.operation);
     const who = entry.step
       ? entry.step
       : entry.unmatched
@@ -334,21 +399,21 @@ async function refreshJournal(throttled) {
               ? "refused: " + entry.rejected
               : "—";
     const status = String(entry.status) + (entry.client_gone ? " (client gone)" : "") + (entry.stream ? " stream" : "");
+    const took = entry.done ? duration(entry.duration_ms) || "—" : "going…";
     const row = el(
       "tr",
       { "data-id": entry.id, class: (entry.unmatched ? "unmatched" : "") + (entry.id === state.selected ? " selected" : "") },
       el("td", {}, entry.id),
       el("td", {}, entry.conversation),
       el("td", {}, entry.provider),
-      el("td", {}, entry.model),
+      el("td", { class: "operation" }, entry.operation || entry.endpoint || "—"),
+      el("td", {}, entry.model || "—"),
       el("td", {}, who),
-      el("td", {}, status),
+      el("td", { class: "status" }, status),
+      el("td", { class: "duration" + (entry.done ? "" : " going") }, took),
     );
     row.addEventListener("click", () => showEntry(entry.id).catch(report));
     body.append(row);
-  }
-  if (state.selected !== null && data.entries.some((e) => e.id === state.selected)) {
-    showEntry(state.selected, true).catch(report); // a late change (the client went away) shows too
   }
 }
 
@@ -364,9 +429,20 @@ function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
 
+// Arrived 12:00:01.250Z · first byte after 2.0 ms · ended after 2.50 s (or: still going)
+function timing(entry) {
+  const arrived = "Arrived " + new Date(entry.arrived * 1000).toISOString();
+  if (entry.rejected) return arrived + " · refused before matching";
+  const first = entry.first_byte_ms === null ? "no reply sent" : "first byte after " + duration(entry.first_byte_ms);
+  if (entry.duration_ms === null) return arrived + " · " + (entry.first_byte_ms === null ? "" : first + " · ") + "still going";
+  const end = entry.client_gone ? "the client went away after " : "ended after ";
+  return arrived + " · " + first + " · " + end + duration(entry.duration_ms);
+}
+
 async function showEntry(id, quiet) {
   const entry = await api("entry?id=" + id);
   state.selected = id;
+  state.selectedDone = entry.duration_ms !== null || entry.rejected !== null;
   for (const row of $("journal").tBodies[0].rows) row.classList.toggle("selected", Number(row.dataset.id) === id);
   const detail = $("detail");
   const parts = [
@@ -377,8 +453,9 @@ async function showEntry(id, quiet) {
       { class: "muted" },
       entry.provider + " " + entry.endpoint + " · model " + entry.model + " · " + (entry.stream ? "streamed" : "whole") +
         " · status " + entry.status + (entry.client_gone ? " · the client went away" : "") +
-        " · " + new Date(entry.time * 1000).toISOString() + (entry.note ? " · " + entry.note : ""),
+        (entry.note ? " · " + entry.note : ""),
     ),
+    el("p", { class: "timing" }, timing(entry)),
     el("p", {}, "Conversation ", el("code", {}, entry.conversation), " ",
       el("button", { type: "button", class: "reset-conversation", onclick: () => reset(entry.conversation) }, "Reset this conversation")),
   ];
@@ -409,7 +486,8 @@ async function showEntry(id, quiet) {
   parts.push(el("h2", {}, "Request body" + (entry.body_truncated ? " (first " + (entry.body_bytes ? "part of " + entry.body_bytes + " bytes" : "part") + ")" : "")));
   parts.push(el("pre", { class: "request-body" }, pretty(entry.body)));
   parts.push(el("h2", {}, "Reply body"));
-  parts.push(el("pre", { class: "reply-body" }, entry.reply === null ? "(none kept: still going out, or a shared --state journal)" : pretty(entry.reply)));
+  const noReply = entry.duration_ms === null ? "(none yet: the answer is still going out)" : "(none kept: nothing was sent, or the journal's bounds dropped it)";
+  parts.push(el("pre", { class: "reply-body" }, entry.reply === null ? noReply : pretty(entry.reply)));
   detail.replaceChildren(...parts);
   detail.hidden = false;
   if (!quiet) detail.scrollIntoView({ block: "nearest" });
@@ -498,7 +576,7 @@ function report(error) {
 async function poll() {
   state.polls += 1;
   const library = state.polls % 8 === 0 ? loadLibrary(true) : null; // a text another client loaded
-  await Promise.all([refreshJournal(true), refreshGraph(), refreshConversations(), library]);
+  await Promise.all([pollJournal(), refreshGraph(), refreshConversations(), library]);
 }
 
 async function loop() {
@@ -530,11 +608,11 @@ function start() {
   $("load-button").addEventListener("click", () => loadText().catch(report));
   $("journal-newest").addEventListener("click", () => {
     state.before = null;
-    refreshJournal().catch(report);
+    listJournal().catch(report);
   });
   $("journal-older").addEventListener("click", () => {
     if (state.olderCursor !== null) state.before = state.olderCursor;
-    refreshJournal().catch(report);
+    listJournal().catch(report);
   });
   $("conversations-prev").addEventListener("click", () => {
     state.convOffset = Math.max(0, state.convOffset - PAGE);
@@ -544,13 +622,14 @@ function start() {
     state.convOffset += PAGE;
     refreshConversations().catch(report);
   });
-  for (const id of ["filter-conversation", "filter-provider", "filter-matched", "conversation-query"]) {
+  for (const id of ["filter-conversation", "filter-provider", "filter-operation", "filter-matched"]) {
     $(id).addEventListener("input", () => {
       state.before = null;
-      Promise.all([refreshJournal(), refreshConversations()]).catch(report);
+      listJournal().catch(report);
     });
   }
-  loadLibrary()
+  $("conversation-query").addEventListener("input", () => refreshConversations().catch(report));
+  Promise.all([loadLibrary(), listJournal()])
     .catch(report)
     .finally(loop);
 }

@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute, Route
 
 from mockllm.errors import MockllmError
 from mockllm.server.http.admin import ADMIN_PREFIX, _int_param, _refusal, json_response
-from mockllm.server.inspector.views import Views
+from mockllm.server.inspector.views import Filters, Views
 
 if TYPE_CHECKING:
     from mockllm.server.http.server_state import ServerState
@@ -94,14 +94,15 @@ def inspector_routes(state: ServerState) -> list[BaseRoute]:
         return endpoint
 
     async def journal(request: Request) -> Any:
-        query = request.query_params
         limit = min(_number(request, "limit", 50, 1), 200)
         before = _number(request, "before", 0, 0) or None
         after = _number(request, "after", 0, 0)
-        matched = query.get("matched", "")
-        return await views.journal(
-            limit, before, after, query.get("conversation", ""), query.get("provider", ""), matched
-        )
+        return await views.journal(limit, before, after, _filters(request))
+
+    async def feed(request: Request) -> Any:
+        limit = min(_number(request, "limit", 50, 1), 200)
+        after = _number(request, "after", 0, 0) if "after" in request.query_params else None
+        return await views.feed(after, limit, _filters(request), _ids(request, "ids"), _ids(request, "open"))
 
     async def entry(request: Request) -> Any:
         found = await views.entry(_number(request, "id", 0, 1))
@@ -131,6 +132,7 @@ def inspector_routes(state: ServerState) -> list[BaseRoute]:
         Route(UI_PATH + "/inspector.js", static("inspector.js"), methods=["GET"]),
         Route(UI_PATH + "/inspector.css", static("inspector.css"), methods=["GET"]),
         Route(UI_PATH + "/api/journal", view(journal), methods=["GET"]),
+        Route(UI_PATH + "/api/feed", view(feed), methods=["GET"]),
         Route(UI_PATH + "/api/entry", view(entry), methods=["GET"]),
         Route(UI_PATH + "/api/library", view(library), methods=["GET"]),
         Route(UI_PATH + "/api/source", view(source), methods=["GET"]),
@@ -146,6 +148,25 @@ class _BadParam(MockllmError):
     def __init__(self, response: Response) -> None:
         super().__init__("bad query parameter")
         self.response = response
+
+
+MAX_IDS = 200  # rows a feed looks up at most: a page's worth and more
+
+
+def _filters(request: Request) -> Filters:
+    query = request.query_params
+    conversation, provider = query.get("conversation", ""), query.get("provider", "")
+    return Filters(conversation, provider, query.get("matched", ""), query.get("operation", ""))
+
+
+def _ids(request: Request, name: str) -> list[int]:
+    """A list of journal entry ids, comma-separated (at most :data:`MAX_IDS`)."""
+    text = request.query_params.get(name, "")
+    parts = [p for p in text.split(",") if p.strip()] if text else []
+    if len(parts) > MAX_IDS or not all(p.strip().isdigit() for p in parts):
+        message = f"mockllm: {name} must be up to {MAX_IDS} journal entry ids, comma-separated, not {text[:80]!r}"
+        raise _BadParam(json_response({"error": message}, 400))
+    return [int(p) for p in parts]
 
 
 def _number(request: Request, name: str, default: int, least: int) -> int:

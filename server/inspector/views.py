@@ -2,13 +2,19 @@
 
 A journal row is a summary (no bodies, long strings cut); one entry's detail carries the bodies.
 Lists are paged: the journal newest first by id (``before``, or ``after`` for what is new), the
-conversations by offset. The library view lists scenarios and steps; a step's source and a
+conversations by offset. The live feed (:meth:`Views.feed`) is what the page polls: the rows new
+since the newest it lists, and the rows it shows whose answer had not ended (a stream still going, a
+client that may still go away) as they are now -- looked up by id, so a change to any row on show
+reaches the page, whatever its page, at the cost of the rows on show, never of the journal's size.
+The library view lists scenarios and steps; a step's source and a
 scenario's machine picture (the same :func:`~mockllm.dsl.machines.graph.diagram` ``mockllm graph``
 draws) come one at a time."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from mockllm.dsl.machines.compiled import Machine
 from mockllm.dsl.machines.graph import diagram
@@ -46,6 +52,7 @@ def summary(entry: dict[str, Any]) -> dict[str, Any]:
         "model": _cut(entry.get("model")),
         "stream": entry.get("stream"),
         "status": entry.get("status"),
+        "operation": entry.get("operation"),
         "step": f"{matched.get('scenario')} / {matched.get('step')}" if isinstance(matched, dict) else None,
         "unmatched": bool(no_match) and not entry.get("fallback"),
         "fallback": entry.get("fallback"),
@@ -54,13 +61,34 @@ def summary(entry: dict[str, Any]) -> dict[str, Any]:
         "note": _cut(entry.get("note")),
         "expectation_failed": _cut(entry.get("expectation_failed")),
         "rejected": _cut(entry.get("rejected")),
+        "arrived": entry.get("arrived"),
+        "first_byte_ms": entry.get("first_byte_ms"),
+        "duration_ms": entry.get("duration_ms"),
+        # the answer has ended (or was refused): nothing about the row changes any more
+        "done": entry.get("duration_ms") is not None or entry.get("rejected") is not None,
     }
 
 
-def _wanted(entry: dict[str, Any], conversation: str, provider: str, matched: str) -> bool:
+@attrs.frozen
+class Filters:
+    """What the journal list is narrowed to (each empty: any)."""
+
+    conversation: str = ""  # the conversation's key contains it
+    provider: str = ""
+    matched: str = ""  # "yes" or "no"
+    operation: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.conversation or self.provider or self.matched or self.operation)
+
+
+def _wanted(entry: dict[str, Any], filters: Filters) -> bool:
+    conversation, provider, matched = filters.conversation, filters.provider, filters.matched
     if conversation and conversation not in str(entry.get("conversation", "")):
         return False
     if provider and entry.get("provider") != provider:
+        return False
+    if filters.operation and (entry.get("operation") or "") != filters.operation:
         return False
     if matched == "yes":
         return entry.get("matched") is not None
@@ -88,9 +116,7 @@ class Views:
     async def _machine(self, name: str) -> Machine | None:
         return next((m for m in await self._machines() if m.name == name), None)
 
-    async def journal(
-        self, limit: int, before: int | None, after: int, conversation: str, provider: str, matched: str
-    ) -> dict[str, Any]:
+    async def journal(self, limit: int, before: int | None, after: int, filters: Filters) -> dict[str, Any]:
         """Up to ``limit`` rows newest first, below ``before`` and above ``after``, that pass the filters;
         ``next_before`` continues the list (None: nothing older), ``newest`` is the newest id seen."""
         rows: list[dict[str, Any]] = []
@@ -98,7 +124,7 @@ class Views:
         cursor = before
         newest: int | None = None
         more = False
-        size = BATCH if conversation or provider or matched else limit + 1
+        size = BATCH if filters else limit + 1
         while scanned < SCAN:
             batch = await self.store.journal_newest(size, cursor)
             stop = len(batch) < size
@@ -109,7 +135,7 @@ class Views:
                 if entry_id <= after:
                     stop = True
                     break
-                if _wanted(entry, conversation, provider, matched):
+                if _wanted(entry, filters):
                     if len(rows) == limit:
                         more = stop = True
                         break
@@ -121,6 +147,24 @@ class Views:
         else:
             more = True  # looked through SCAN entries: the rest on the next page
         return {"entries": rows, "next_before": cursor if more else None, "newest": newest, "scanned": scanned}
+
+    async def feed(
+        self, after: int | None, limit: int, filters: Filters, ids: list[int], open_ids: list[int]
+    ) -> dict[str, Any]:
+        """What the page polls: with ``after``, the rows above it that pass the filters (as
+        :meth:`journal`); of the rows ``ids`` (those on show), which are gone (a reset), and those of
+        ``open_ids`` (whose answer had not ended) as they are now; ``newest``, the newest entry's id."""
+        out: dict[str, Any] = {"entries": [], "newest": None}
+        if after is not None:
+            out = await self.journal(limit, None, after, filters)
+        if out["newest"] is None:
+            out["newest"] = await self.store.journal_newest_id() or None
+        found = await self.store.journal_find(ids) if ids else []
+        wanted = set(open_ids)
+        out["rows"] = [summary(e) for e in found if e.get("id") in wanted]
+        kept = {e.get("id") for e in found}
+        out["missing"] = [i for i in ids if i not in kept]
+        return out
 
     async def entry(self, entry_id: int) -> dict[str, Any] | None:
         page, _ = await self.store.journal_page(1, entry_id - 1)

@@ -28,6 +28,7 @@ def open_store(engine: Engine, url: str | None, root: str = ".", poll: float = D
         idle_seconds=engine.idle_seconds,
         journal_limit=engine.journal_limit,
         entry_body_bytes=engine.journal_entry_body_bytes,
+        reply_bytes=engine.journal_total_bytes,
         cache_size=engine.max_conversations,
         poll=poll,
     )

@@ -92,6 +92,14 @@ class StateStore:
         """Up to ``limit`` entries with ids below ``before`` (None: the newest), newest first."""
         return self.engine.journal_newest(limit, before)
 
+    async def journal_find(self, ids: list[int]) -> list[dict[str, Any]]:
+        """The kept entries with these ids, in the order asked (the inspector's rows on show)."""
+        return self.engine.journal_find(ids)
+
+    async def journal_newest_id(self) -> int:
+        """The newest journal entry's id (0: none)."""
+        return self.engine.journal_newest_id()
+
     async def conversations(self) -> list[dict[str, Any]]:
         return self.engine.conversations()
 

@@ -15,9 +15,11 @@ empty), so a cached version can never match a later, different state.
 
 Keys (prefix ``mockllm:``): ``c:KEY`` a conversation (hash: version, states), ``convs`` the live
 conversations by last use, ``journal`` the journal (a stream, cut to about the journal limit every 64
-entries; entry id = stream id), ``fin`` how each answer went (its Delivery, written once, where it differs from the
-plan), ``used`` steps used, ``r:ID`` a kept response and ``cr:KEY`` the responses of a
-conversation. Conversations and responses expire after the idle time.
+entries; entry id = stream id), ``fin`` how each answer went (its Delivery, written once; those of
+about twice the journal's entries kept) and ``rep`` the reply bodies (cut to the journal's total bytes;
+both with their order of writing in ``fin:order`` and ``rep:order``, settle.lua), ``used`` steps used,
+``r:ID`` a kept response and ``cr:KEY`` the responses of a conversation. Conversations and responses
+expire after the idle time.
 
 Scenarios posted to any process's admin API are shared too (server/state/redis/library.py): the commit
 script checks the generation of the library the turn was decided with is still current; when it is
@@ -43,7 +45,13 @@ import attrs
 from mockllm.errors import StateUnavailable, UsageError
 from mockllm.runtime.engine.conversations import Conversation, StoredResponse, stored_key
 from mockllm.runtime.engine.engine import continued, response_id
-from mockllm.runtime.engine.journal import DEFAULT_ENTRY_BODY_BYTES, Delivery, JournalEntry
+from mockllm.runtime.engine.journal import (
+    DEFAULT_ENTRY_BODY_BYTES,
+    DEFAULT_TOTAL_BYTES,
+    Delivery,
+    JournalEntry,
+    milliseconds,
+)
 from mockllm.runtime.engine.outcome import Outcome
 from mockllm.server.state.poll_window import DEFAULT_POLL_S, MAX_POLL_S
 from mockllm.server.state.posted import Posted
@@ -131,11 +139,13 @@ class RedisStore(StateStore):
         idle_seconds: float = 3600.0,
         journal_limit: int = 10_000,
         entry_body_bytes: int = DEFAULT_ENTRY_BODY_BYTES,
+        reply_bytes: int = DEFAULT_TOTAL_BYTES,
         cache_size: int = 10_000,
         timeout: float = 10.0,
         poll: float = DEFAULT_POLL_S,
     ) -> None:
-        """``timeout``: how long to wait for a connection to Redis and for each of its answers; ``poll``:
+        """``reply_bytes``: the most the kept reply bodies may take in all; ``timeout``: how long to wait
+        for a connection to Redis and for each of its answers; ``poll``:
         how long to poll for an answer before the loop may sleep (server/state/poll_window.py; 0: never)."""
         if not timeout > 0:
             raise UsageError(f"mockllm: the Redis timeout must be positive, not {timeout!r}")
@@ -171,11 +181,13 @@ class RedisStore(StateStore):
         self._journal_limit = max(1, journal_limit)
         self._commit = self._client.register_script(commit_script(self._ttl, self._journal_limit))
         self._entry_body_bytes = entry_body_bytes
+        self._settle = self._client.register_script(lua("settle"))
+        self._reply_bytes = max(0, reply_bytes)
+        self._settling: list[str] = []  # what this turn of the event loop settled: id, delivery, reply …
         # per conversation: the version last seen, its states, and the states as stored (which keep the
         # scenarios this process does not serve: another process's library may have more)
         self._cache: OrderedDict[str, _Seen] = OrderedDict()
         self._cache_size = max(1, cache_size)
-        self._planned: dict[int, int] = {}  # journal entry -> the status it was written with
         self._pending: set[asyncio.Task[None]] = set()
         # per conversation with a commit on its way: the turns that arrived meanwhile, committed next
         self._queued: dict[str, list[tuple[ChatRequest, str | None, asyncio.Future[Outcome]]]] = {}
@@ -314,13 +326,7 @@ class RedisStore(StateStore):
                     self._remember(key, (int(result[2]), conv.states, saved))
                 elif version != int(result[2]) or key not in self._cache:
                     self._remember(key, (int(result[2]), states, stored))
-                if len(self._planned) > 100_000:
-                    self._planned.clear()
-                outcomes: list[Outcome] = []
-                for entry_id, turn in enumerate(decided, first):
-                    self._planned[entry_id] = turn.entry.planned
-                    outcomes.append(turn.outcome.with_entry_id(entry_id))
-                return outcomes
+                return [turn.outcome.with_entry_id(entry_id) for entry_id, turn in enumerate(decided, first)]
             stored = json.loads(result[2] or "{}")
             version, states = int(result[1]), self._import(stored)
         raise StateUnavailable(
@@ -383,13 +389,21 @@ class RedisStore(StateStore):
             cache.popitem(last=False)
 
     def settle(self, entry_id: int, delivery: Delivery) -> None:
-        # reply bodies stay out of Redis: its ``fin`` hash is cut only by a reset, so they would grow it unbounded
-        delivery = attrs.evolve(delivery, reply=None) if delivery.reply is not None else delivery
-        planned = self._planned.pop(entry_id, None)
-        if planned is not None and delivery == Delivery(planned):
-            return  # what the journal already says: no round trip
-        value = json.dumps(attrs.asdict(delivery))
-        self._later(self._client.hsetnx, PREFIX + "fin", str(entry_id), value)  # once, as Journal.settle
+        # written once each, as Journal.settle; what one turn of the event loop settles goes in one script
+        reply = delivery.reply
+        if reply is not None:
+            delivery = attrs.evolve(delivery, reply=None)
+        settling = self._settling
+        settling += (str(entry_id), json.dumps(attrs.asdict(delivery)), reply or "")
+        if len(settling) == 3:
+            self._later(self._settle_batch)
+
+    async def _settle_batch(self) -> None:
+        batch, self._settling = self._settling, []
+        if not batch:
+            return
+        keys = [PREFIX + "fin", PREFIX + "fin:order", PREFIX + "rep", PREFIX + "rep:order", PREFIX + "rep:bytes"]
+        await self._settle(keys=keys, args=[2 * self._journal_limit, self._reply_bytes, *batch])
 
     async def reject(
         self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None
@@ -425,25 +439,41 @@ class RedisStore(StateStore):
         await self._call(drop_all)
         self._cache.clear()
 
-    async def _entries(self, start: str, count: int | None) -> list[dict[str, Any]]:
+    async def _entries(self, start: str, count: int | None, replies: bool = True) -> list[dict[str, Any]]:
         items = await self._call(self._client.xrange, PREFIX + "journal", min=start, max="+", count=count)
-        return await self._delivered(items)
+        return await self._delivered(items, replies)
 
     async def journal_newest(self, limit: int, before: int | None) -> list[dict[str, Any]]:
         if before is not None and before <= 1:
             return []
         top = "+" if before is None else f"{before - 1}-1"  # each entry's stream id is ID-1
         items = await self._call(self._client.xrevrange, PREFIX + "journal", max=top, min="-", count=limit)
-        return await self._delivered(items)
+        return await self._delivered(items, replies=False)  # (the inspector's rows: no reply bodies)
 
-    async def _delivered(self, items: list[tuple[str, dict[str, str]]]) -> list[dict[str, Any]]:
-        """Journal stream items as entries, each with how its answer went (the ``fin`` hash)."""
+    async def journal_find(self, ids: list[int]) -> list[dict[str, Any]]:
+        async def read() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for entry_id in ids:
+                pipe.xrange(PREFIX + "journal", min=f"{entry_id}-1", max=f"{entry_id}-1")
+            return await pipe.execute() if ids else []
+
+        found = await self._call(read)
+        return await self._delivered([item for items in found for item in items], replies=False)
+
+    async def journal_newest_id(self) -> int:
+        items = await self._call(self._client.xrevrange, PREFIX + "journal", max="+", min="-", count=1)
+        return int(items[0][0].split("-", 1)[0]) if items else 0
+
+    async def _delivered(self, items: list[tuple[str, dict[str, str]]], replies: bool = True) -> list[dict[str, Any]]:
+        """Journal stream items as entries, each with how its answer went (the ``fin`` hash) and, with
+        ``replies``, the reply body sent (``rep``)."""
         if not items:
             return []
         ids = [item_id.split("-", 1)[0] for item_id, _ in items]
         finished = await self._call(self._client.hmget, PREFIX + "fin", ids)
+        sent = await self._call(self._client.hmget, PREFIX + "rep", ids) if replies else [None] * len(ids)
         out: list[dict[str, Any]] = []
-        for (_, fields), entry_id, fin in zip(items, ids, finished, strict=True):
+        for (_, fields), entry_id, fin, reply in zip(items, ids, finished, sent, strict=True):
             data = json.loads(fields["e"])
             data["id"] = int(entry_id)
             if fin:  # as JournalEntry reads its delivery: the engine's remark unless the delivery has a note
@@ -453,6 +483,12 @@ class RedisStore(StateStore):
                 if delivery.note is not None:
                     data["note"] = delivery.note
                 data["passed_through"], data["recorded"] = delivery.passed_through, delivery.recorded
+                if delivery.arrived is not None:
+                    data["arrived"] = delivery.arrived
+                data["first_byte_ms"] = milliseconds(delivery.first_byte_s)
+                data["duration_ms"] = milliseconds(delivery.ended_s)
+            if reply is not None:
+                data["reply"] = reply
             out.append(data)
         return out
 
@@ -486,7 +522,7 @@ class RedisStore(StateStore):
 
     async def verify(self) -> dict[str, Any]:
         await self.sync_library()
-        entries = [JournalEntry.from_json(e) for e in await self._entries("-", None)]
+        entries = [JournalEntry.from_json(e) for e in await self._entries("-", None, replies=False)]
         members = set(await self._call(self._client.smembers, PREFIX + "used"))
         digests, salt = self.engine.digests(), self.library.salt
         return self.engine.verification(entries, lambda mi, step: f"{salt}{digests[mi]}:{step}" in members)
