@@ -200,3 +200,41 @@ def test_reply_bodies_in_redis_are_bounded_per_body_and_per_journal(redis_url: s
         assert entries[0]["reply"] is None and entries[-1]["reply"] is not None
         assert sum(len(r) for r in kept) <= 20_000 and len(kept) >= 10
         assert all(e["duration_ms"] is not None for e in entries)  # how each went is kept regardless
+
+
+MCP_LIBRARY = """\
+mcp server "weather":
+    tool get_forecast "Forecast for a city":
+        input {"type": "object", "properties": {"city": {"type": "string"}}}
+
+scenario "Forecast tool":
+    step paris:
+        when:
+            tool is "get_forecast"
+        always
+        reply:
+            latency 300ms
+            result {"city": "Paris", "sky": "clear"}
+"""
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["memory", "redis"])
+def test_an_mcp_call_is_a_row_with_its_operation_and_how_long_it_took(redis_url: str, shared: bool) -> None:
+    from mcp import Client
+
+    timeline = Timeline()
+    options = ServerOptions(clock=timeline.clock, sleep=timeline.sleep, state=redis_url if shared else None)
+    engine = Engine(compile_text(MCP_LIBRARY), clock=timeline.clock)
+    with BackgroundServer(engine, options=options) as server:
+
+        async def call() -> Any:
+            async with Client(server.url + "/mcp/weather") as client:
+                return await client.call_tool("get_forecast", {"city": "Paris"})
+
+        assert asyncio.run(asyncio.wait_for(call(), 20)).structured_content == {"city": "Paris", "sky": "clear"}
+        [entry] = settled(server.url, 1)
+        # settled by the MCP service, which does not time it: it ends when settled, from when journalled
+        assert (entry["operation"], entry["duration_ms"]) == ("mcp", 300.0)
+        [row] = httpx.get(server.url + API + "journal?operation=mcp").json()["entries"]
+        assert (row["id"], row["done"], row["step"]) == (entry["id"], True, "Forecast tool / paris")
+        assert httpx.get(server.url + API + "journal?operation=chat").json()["entries"] == []

@@ -548,8 +548,9 @@ class Engine:
 
     def settle(self, entry_id: int, delivery: Delivery) -> None:
         """Record how a journalled request was answered: the status the client received (0: none),
-        whether it went away, what happened on the way. Once per entry: see :class:`Journal`."""
-        self._journal.settle(entry_id, delivery)
+        whether it went away, what happened on the way. Once per entry: see :class:`Journal`. Untimed
+        (an MCP call, a session's response), it ended now."""
+        self._journal.settle(entry_id, delivery, None if delivery.ended_s is not None else self._clock.now())
 
     def reject(self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None) -> None:
         """Journal a request refused before matching (missing credentials, a body that is not valid

@@ -457,12 +457,15 @@ class Journal:
                 old, _ = self._entries.popitem(last=False)
                 self._bytes -= self._cost.pop(old)
 
-    def settle(self, entry_id: int, delivery: Delivery) -> None:
+    def settle(self, entry_id: int, delivery: Delivery, now: float | None = None) -> None:
         """Write how entry ``entry_id`` was answered. Once: a later call, or one for an entry already
-        dropped, changes nothing."""
+        dropped, changes nothing. A delivery its sender did not time (``ended_s`` None) ends at ``now``
+        (Unix time), counted from when the entry was journalled."""
         with self._lock:
             entry = self._entries.get(entry_id)
             if entry is not None and entry.delivery is None:
+                if delivery.ended_s is None and now is not None:
+                    delivery = attrs.evolve(delivery, arrived=entry.time, ended_s=max(0.0, now - entry.time))
                 entry.delivery = delivery
                 if delivery.reply:
                     self._cost[entry_id] += len(delivery.reply)

@@ -393,8 +393,11 @@ class RedisStore(StateStore):
         reply = delivery.reply
         if reply is not None:
             delivery = attrs.evolve(delivery, reply=None)
+        record = attrs.asdict(delivery)
+        if delivery.ended_s is None:  # not timed by its sender (an MCP call …): it ended now
+            record["at"] = self.engine.clock.now()
         settling = self._settling
-        settling += (str(entry_id), json.dumps(attrs.asdict(delivery)), reply or "")
+        settling += (str(entry_id), json.dumps(record), reply or "")
         if len(settling) == 3:
             self._later(self._settle_batch)
 
@@ -477,7 +480,11 @@ class RedisStore(StateStore):
             data = json.loads(fields["e"])
             data["id"] = int(entry_id)
             if fin:  # as JournalEntry reads its delivery: the engine's remark unless the delivery has a note
-                delivery = Delivery(**json.loads(fin))
+                record = json.loads(fin)
+                at = record.pop("at", None)
+                delivery = Delivery(**record)
+                if at is not None and isinstance(data.get("time"), int | float):  # ended then: from the entry's time
+                    delivery = attrs.evolve(delivery, arrived=data["time"], ended_s=max(0.0, at - data["time"]))
                 data["status"] = delivery.status
                 data["client_gone"] = delivery.client_gone
                 if delivery.note is not None:
