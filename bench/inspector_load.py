@@ -7,6 +7,9 @@ conversations, library, verify, one entry's detail), then grows the run to 1,000
 10,000 entries and reads the same again. It prints, as counts and ratios (no timing is judged):
 
 - whether the newest entry is the first row the page shows (the newest entries visible);
+- the live feed the page polls twice a second (``feed``: the rows new since the newest listed, and
+  the rows on show looked up by id), for the newest page and for a page far back (``feed (older
+  page)``), with how many rows it looked up: it costs the rows on show, not the journal's size;
 - the rows and the bytes of each answer, small run and large run, and their ratio: the page's own
   requests stay bounded when the ratio stays near 1x while the journal grew 100x;
 - the seconds one poll took, for information only.
@@ -67,9 +70,29 @@ def poll(client: httpx.Client, url: str) -> tuple[dict[str, int], dict[str, int]
             top = data["entries"][0]["id"] if data["entries"] else 0
             detail = client.get(url + f"/_mockllm/ui/api/entry?id={top}")
             sizes["entry"] = len(detail.content)
+            feed(client, url, data["entries"], f"after={data['newest']}", "feed", sizes, rows)
+            older = client.get(url + f"/_mockllm/ui/api/journal?limit=50&before={max(2, top // 2)}").json()
+            feed(client, url, older["entries"], "", "feed (older page)", sizes, rows)
         elif path.startswith("conversations"):
             rows[path] = len(data["conversations"])
     return sizes, rows, newest_first, time.perf_counter() - began
+
+
+def feed(
+    client: httpx.Client,
+    url: str,
+    shown: list[dict[str, object]],
+    after: str,
+    name: str,
+    sizes: dict[str, int],
+    rows: dict[str, int],
+) -> None:
+    """One poll of the live feed for the rows ``shown`` (all asked about, as if none had ended)."""
+    ids = ",".join(str(r["id"]) for r in shown)
+    answer = client.get(url + f"/_mockllm/ui/api/feed?limit=50&ids={ids}&open={ids}&{after}")
+    answer.raise_for_status()
+    sizes[name] = len(answer.content)
+    rows[name] = len(answer.json()["rows"])
 
 
 def main() -> int:

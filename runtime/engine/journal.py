@@ -90,6 +90,21 @@ class Delivery:
     first_byte_s: float | None = None
     ended_s: float | None = None
 
+    def timed(self, arrived: float, first_byte_s: float | None, ended_s: float) -> Delivery:
+        """This delivery with its timing (built directly: a tenth of what ``attrs.evolve`` costs, on
+        every request)."""
+        return Delivery(
+            self.status,
+            self.client_gone,
+            self.note,
+            self.reply,
+            self.passed_through,
+            self.recorded,
+            arrived,
+            first_byte_s,
+            ended_s,
+        )
+
 
 @attrs.define
 class JournalEntry:

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
-import attrs
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -304,12 +303,7 @@ class ProviderEndpoint:
             clock = state.options.clock
             seconds = clock.monotonic() - arrived
             first = channel.first_byte
-            delivery = attrs.evolve(
-                delivery,
-                arrived=clock.now() - seconds,
-                first_byte_s=None if first is None else first - arrived,
-                ended_s=seconds,
-            )
+            delivery = delivery.timed(clock.now() - seconds, None if first is None else first - arrived, seconds)
             self._finish(entry, delivery)
             state.metrics.observe(chat.provider, chat.operation, delivery, outcome.plan is not None, seconds)
 
