@@ -254,3 +254,42 @@ def test_timing_reply_bodies_from_redis_late_changes_and_operations(
             assert errors == [] and outside == []
         finally:
             page.close()
+
+
+def test_a_realtime_sessions_response_is_a_row_with_its_operation(browser: Any, server: mockllm.MockServer) -> None:
+    """A response in an OpenAI Realtime session (the openai SDK's realtime client) is journalled like a
+    request: its row names the operation `realtime`, which the filter picks out from the chat rows."""
+    server.reset()
+    page, errors, outside = _open(browser, server.url + "/_mockllm/ui")
+    try:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)
+        client.chat.completions.create(
+            model="gpt-4o",
+            messages=[{"role": "user", "content": "weather please"}],
+            extra_headers={"x-mockllm-conversation": "typed-1"},
+        )
+
+        response: Any = None
+        headers = {"x-mockllm-conversation": "voice-1"}
+        with client.realtime.connect(model="gpt-realtime", extra_headers=headers) as conn:
+            conn.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+            text = {"type": "input_text", "text": "weather please"}
+            conn.conversation.item.create(item={"type": "message", "role": "user", "content": [text]})
+            conn.response.create()
+            for event in conn:
+                if event.type == "response.done":
+                    response = event.response
+                    break
+        assert response.output[0].content[0].text == "Which city?"
+        voice = page.locator("#journal tbody tr", has_text="voice-1")
+        expect(voice.locator("td.operation")).to_have_text("realtime", timeout=WAIT_MS)
+        expect(voice.locator("td.duration")).not_to_have_text("going…", timeout=WAIT_MS)
+        expect(page.locator("#journal tbody tr", has_text="typed-1").locator("td.operation")).to_have_text("chat")
+        page.select_option("#filter-operation", "realtime")
+        expect(page.locator("#journal tbody tr")).to_have_count(1, timeout=WAIT_MS)
+        voice.click()
+        expect(page.locator("#detail")).to_contain_text("Weather", timeout=WAIT_MS)
+        expect(page.locator("#detail .reply-body")).to_contain_text("Which city?")
+        assert errors == [] and outside == []
+    finally:
+        page.close()
