@@ -53,6 +53,7 @@ from mockllm.runtime.engine.journal import (
     milliseconds,
 )
 from mockllm.runtime.engine.outcome import Outcome
+from mockllm.runtime.jsonout import compact_encoder
 from mockllm.server.state.poll_window import DEFAULT_POLL_S, MAX_POLL_S
 from mockllm.server.state.posted import Posted
 from mockllm.server.state.redis.codec import encode, response_from_json, response_to_json
@@ -75,6 +76,7 @@ CONNECTIONS = 64  # per process; more concurrent requests wait for one
 MAX_ATTEMPTS = 50  # conflicting commits of one request before it is answered 503
 MAX_BATCH = 64  # turns of one conversation committed together at most
 _T = TypeVar("_T")
+_compact = compact_encoder()
 
 
 def _redis_module() -> Any:
@@ -391,13 +393,20 @@ class RedisStore(StateStore):
     def settle(self, entry_id: int, delivery: Delivery) -> None:
         # written once each, as Journal.settle; what one turn of the event loop settles goes in one script
         reply = delivery.reply
-        if reply is not None:
-            delivery = attrs.evolve(delivery, reply=None)
-        record = attrs.asdict(delivery)
+        record = {  # (its fields as attrs.asdict gives them, at a tenth of the cost; the reply kept apart)
+            "status": delivery.status,
+            "client_gone": delivery.client_gone,
+            "note": delivery.note,
+            "passed_through": delivery.passed_through,
+            "recorded": delivery.recorded,
+            "arrived": delivery.arrived,
+            "first_byte_s": delivery.first_byte_s,
+            "ended_s": delivery.ended_s,
+        }
         if delivery.ended_s is None:  # not timed by its sender (an MCP call …): it ended now
             record["at"] = self.engine.clock.now()
         settling = self._settling
-        settling += (str(entry_id), json.dumps(record), reply or "")
+        settling += (str(entry_id), _compact(record), reply or "")
         if len(settling) == 3:
             self._later(self._settle_batch)
 
