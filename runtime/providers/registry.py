@@ -349,6 +349,19 @@ ENTRIES: tuple[ProviderEntry, ...] = (
             Route("/v1/models/{rest:path}", ("GET", "POST"), "model_path", when=_gemini_method),
             Route("/v1beta/models", ("GET",), "models"),
             Route("/v1beta/models/{rest:path}", ("GET", "POST"), "model_path"),
+            # the Live API: a WebSocket session (runtime/providers/gemini_live.py, docs/realtime.md)
+            Route(
+                "/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent",
+                ("GET",),
+                "realtime",
+                transport="websocket",
+            ),
+            Route(
+                "/ws/google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContentConstrained",
+                ("GET",),
+                "realtime",
+                transport="websocket",
+            ),
         ),
         upstream="https://generativelanguage.googleapis.com",
         chat_path="/v1beta/models/{model}:generateContent",

@@ -8,7 +8,7 @@ engine, waits, cancels and closes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from mockllm.runtime.realtime.beats import Beat, Done
@@ -46,17 +46,20 @@ class Close:
 
 
 Action = Send | Respond | Cancel | Close
+#: what a renderer (and ``failed``) gives: frames, and a :class:`Close` that ends the session after the
+#: frames before it (Gemini Live reports errors by closing the socket)
+Out = Frame | Close
 
 
 class Renderer(Protocol):
     """One response's framing: made per response (it may keep state: the item being written, its
     index), fed every beat in order."""
 
-    def frame(self, beat: Beat) -> list[Frame]:
+    def frame(self, beat: Beat) -> Sequence[Out]:
         """The frames ``beat`` becomes (none for beats the protocol does not send)."""
         ...
 
-    def cancelled(self, done: Done) -> list[Frame]:
+    def cancelled(self, done: Done) -> Sequence[Out]:
         """The frames that end the response early (``done.status`` "cancelled" or "failed"): what is
         open is closed as the protocol closes it."""
         ...
@@ -79,7 +82,7 @@ class RealtimeProtocol(Protocol):
         """The renderer of response ``response_id`` (an id unique to the engine)."""
         ...
 
-    def failed(self, session: Session, status: int, message: str, code: str | None = None) -> list[Frame]:
+    def failed(self, session: Session, status: int, message: str, code: str | None = None) -> Sequence[Out]:
         """The protocol's error for something the session could not do (a response that could not be
         decided: the state store unavailable, an internal error)."""
         ...

@@ -123,8 +123,9 @@ async def serve_hypercorn(
         assert task is not None
         connections.add(task)
         task.add_done_callback(connections.discard)
-        # TimeoutError: a TLS client that never answered the close (TLS_SHUTDOWN_S); the socket is closed
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+        # OSError while closing a TLS connection: a client that never answered the close (TimeoutError after
+        # TLS_SHUTDOWN_S), or one whose last WebSocket frame came after it (SSLError); the socket is closed
+        with contextlib.suppress(asyncio.CancelledError, OSError):
             await _TCPServer(wrapped, loop, config, context, {}, reader, writer)
 
     secure = tls.server_context() if tls is not None else None

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mockllm.errors import MockllmError, StateUnavailable
 from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.realtime import beats as b
-from mockllm.runtime.realtime.protocol import Cancel, Close, Frame, RealtimeProtocol, Respond, Send
+from mockllm.runtime.realtime.protocol import Cancel, Close, Out, RealtimeProtocol, Respond, Send
 from mockllm.runtime.realtime.session import Ask, Session
 
 if TYPE_CHECKING:
@@ -55,10 +55,13 @@ class Driver:
 
     # ---- sending ----------------------------------------------------------------------------------
 
-    async def put(self, frames: tuple[Frame, ...] | list[Frame]) -> None:
+    async def put(self, frames: Sequence[Out]) -> None:
         for frame in frames:
             if self.gone or self.closed:
                 raise Gone
+            if type(frame) is Close:  # the protocol ends the session here (Gemini Live's errors)
+                await self.close(frame.code, frame.reason)
+                return
             await self.outbox.put(frame)
 
     async def close(self, code: int, reason: str = "") -> None:
@@ -143,6 +146,7 @@ class Driver:
             if self.response is not None and not self.response.done():
                 self.cancelling = True
                 self.response.cancel()
+                await asyncio.wait({self.response})  # ended (as cancelled) before the next action starts one
         elif type(action) is Close:
             await self.close(action.code, action.reason)
 
@@ -214,6 +218,8 @@ class Driver:
                             kept.append(f + "\n")
                             size += len(f) + 1
                 await self.put(frames)
+                if self.closed:  # the protocol closed the session (an error, as Gemini Live reports one)
+                    break
         except asyncio.CancelledError:
             if self.cancelling and not self.gone:  # the client's response.cancel: end it as cancelled
                 self.cancelling = False

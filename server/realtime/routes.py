@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from starlette.routing import BaseRoute, WebSocketRoute
 
 from mockllm.runtime.engine.conversations import CONVERSATION_HEADER
+from mockllm.runtime.providers.gemini_live import DEFAULT_MODEL as LIVE_MODEL
+from mockllm.runtime.providers.gemini_live import GeminiLive
 from mockllm.runtime.providers.openai_realtime import DEFAULT_MODEL, OpenAIRealtime
 from mockllm.runtime.providers.registry import ROUTES, RouteSpec
 from mockllm.runtime.realtime.protocol import RealtimeProtocol
@@ -30,9 +32,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockllm.server")
 
 #: each provider's realtime protocol, by the provider's name: a class whose instances are protocols
-PROTOCOLS: dict[str, Callable[[], RealtimeProtocol]] = {"openai": OpenAIRealtime}
+PROTOCOLS: dict[str, Callable[[], RealtimeProtocol]] = {"openai": OpenAIRealtime, "gemini": GeminiLive}
 #: the model a session uses when the URL names none, per provider
-DEFAULT_MODELS: dict[str, str] = {"openai": DEFAULT_MODEL}
+DEFAULT_MODELS: dict[str, str] = {"openai": DEFAULT_MODEL, "gemini": LIVE_MODEL}
 
 
 def realtime_routes(state: ServerState) -> list[BaseRoute]:
