@@ -1,0 +1,325 @@
+"""Gemini Live (`BidiGenerateContent`) judged by google-genai's own live client
+(`client.aio.live.connect`) over its real `wss://` (it forces TLS whenever it has an API key), against
+`mockllm.serve(tls=True)`: setup, a text turn, audio both ways (mockllm's audio understood as its
+text), a tool call answered mid-session, a scripted error as the service's close, two sessions at
+once with their own state, and the journal. A raw `websockets` client over wss sends what the SDK
+never does (bad JSON, an unknown message, a turn before setup): each gets a clear close, never a
+crash, and a session open beside it is unaffected."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import websockets
+from google import genai
+from google.genai import errors, types
+
+import mockllm
+from mockllm.api import MockServer
+
+MODEL = "gemini-live-2.5-flash-preview"
+LIBRARY = """\
+defaults:
+    fallback echo
+
+scenario "Weather agent":
+    step asks:
+        when:
+            endpoint is "realtime"
+            last user message contains "weather"
+        reply:
+            tool call get_weather {"city": "Paris"}
+    step answers:
+        when:
+            tool result for "get_weather" contains "sunny"
+        reply:
+            text "It is sunny in Paris today."
+
+scenario "Counter":
+    step first:
+        when:
+            last user message contains "count"
+        reply:
+            text "one"
+    step second:
+        after first
+        when:
+            last user message contains "count"
+        reply:
+            text "two"
+
+scenario "Faults":
+    order any
+    step busy:
+        when:
+            last user message contains "busy please"
+        always
+        reply:
+            error 429 "Resource has been exhausted (e.g. check quota)."
+    step cut:
+        when:
+            last user message contains "cut me off"
+        always
+        reply:
+            text "one two three four"
+            stream by word
+            disconnect after 2 chunks
+"""
+WEATHER_TOOL = types.Tool(
+    function_declarations=[
+        types.FunctionDeclaration(
+            name="get_weather",
+            description="The weather in a city",
+            parameters=types.Schema(type="OBJECT", properties={"city": types.Schema(type="STRING")}),
+        )
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MockServer]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        with mockllm.serve(LIBRARY, tls=True, no_auth=False) as running:
+            yield running
+
+
+@pytest.fixture
+def live(server: MockServer) -> MockServer:
+    server.reset()
+    return server
+
+
+def client(server: MockServer, conversation: str | None = None) -> genai.Client:
+    trusted = server.ssl_context()
+    headers = {"x-mockllm-conversation": conversation} if conversation else None
+    options = types.HttpOptions(base_url=server.url, async_client_args={"ssl": trusted}, headers=headers)
+    return genai.Client(api_key="test-key", http_options=options)
+
+
+def text_config(**extra: Any) -> types.LiveConnectConfig:
+    return types.LiveConnectConfig(response_modalities=[types.Modality.TEXT], **extra)
+
+
+async def say(session: Any, text: str) -> list[types.LiveServerMessage]:
+    await session.send_client_content(turns=types.Content(role="user", parts=[types.Part(text=text)]))
+    return [message async for message in session.receive()]
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coroutine, 30))
+
+
+def test_setup_and_a_text_turn_with_usage(live: MockServer) -> None:
+    async def go() -> tuple[Any, list[types.LiveServerMessage]]:
+        async with client(live).aio.live.connect(model=MODEL, config=text_config()) as session:
+            return session.session_id, await say(session, "good day to you")
+
+    _, messages = run(go())
+    assert "".join(m.text or "" for m in messages) == "good day to you"  # the echo double
+    assert messages[-2].server_content is not None and messages[-2].server_content.generation_complete
+    last = messages[-1]
+    assert last.server_content is not None and last.server_content.turn_complete
+    assert last.usage_metadata is not None and last.usage_metadata.total_token_count
+    [entry] = live.requests()
+    assert entry.provider == "gemini" and entry.model == MODEL and entry.fallback and entry.step is None
+    assert entry.endpoint == "/ws/google.ai.generativelanguage.v1.GenerativeService.BidiGenerateContent"
+
+
+def test_audio_out_then_that_audio_in_is_understood_as_its_text(live: MockServer) -> None:
+    config = types.LiveConnectConfig(
+        response_modalities=[types.Modality.AUDIO],
+        input_audio_transcription=types.AudioTranscriptionConfig(),
+        output_audio_transcription=types.AudioTranscriptionConfig(),
+    )
+
+    async def go() -> tuple[bytes, list[str], list[types.LiveServerMessage]]:
+        async with client(live).aio.live.connect(model=MODEL, config=config) as session:
+            first = await say(session, "count to three")
+            spoken = b"".join(m.data or b"" for m in first)
+            said = [
+                m.server_content.output_transcription.text
+                for m in first
+                if m.server_content and m.server_content.output_transcription
+            ]
+            await session.send_realtime_input(audio=types.Blob(data=spoken, mime_type="audio/pcm;rate=24000"))
+            await session.send_realtime_input(audio_stream_end=True)
+            return spoken, said, [m async for m in session.receive()]
+
+    spoken, said, second = run(go())
+    assert len(spoken) > 1000 and len(spoken) % 2 == 0  # pcm16
+    assert said == ["one"]
+    heard = [
+        m.server_content.input_transcription
+        for m in second
+        if m.server_content and m.server_content.input_transcription
+    ]
+    assert [(h.text, h.finished) for h in heard] == [("one", True)]
+    assert b"".join(m.data or b"" for m in second)  # the echo answers audio with audio
+    steps = [e.step for e in live.requests()]
+    assert steps == ["first", None]  # "one" does not say "count": the fallback echoes it
+    assert live.requests()[1].fallback
+
+
+def test_a_tool_call_mid_session_and_its_answer(live: MockServer) -> None:
+    async def go() -> tuple[list[types.FunctionCall], list[types.LiveServerMessage]]:
+        config = text_config(tools=[WEATHER_TOOL])
+        async with client(live).aio.live.connect(model=MODEL, config=config) as session:
+            await session.send_client_content(turns=types.Content(role="user", parts=[types.Part(text="weather?")]))
+            calls: list[types.FunctionCall] = []
+            after: list[types.LiveServerMessage] = []
+            async for message in session.receive():  # the turn goes on after the tool response
+                if message.tool_call is not None:
+                    calls += message.tool_call.function_calls or []
+                    answers = [
+                        types.FunctionResponse(id=c.id, name=c.name, response={"result": "sunny, 21C"}) for c in calls
+                    ]
+                    await session.send_tool_response(function_responses=answers)
+                else:
+                    after.append(message)
+            return calls, after
+
+    calls, after = run(go())
+    assert [(c.name, c.args) for c in calls] == [("get_weather", {"city": "Paris"})]
+    assert calls[0].id
+    assert "".join(m.text or "" for m in after) == "It is sunny in Paris today."
+    journal = live.requests()
+    assert [(e.scenario, e.step) for e in journal] == [("Weather agent", "asks"), ("Weather agent", "answers")]
+    assert journal[0].conversation == journal[1].conversation  # one session, one conversation
+    assert live.verify().ok
+
+
+def test_a_scripted_error_closes_the_session_as_the_service_does(live: MockServer) -> None:
+    async def go() -> None:
+        async with client(live).aio.live.connect(model=MODEL, config=text_config()) as session:
+            await say(session, "busy please")
+
+    with pytest.raises(errors.APIError) as raised:
+        run(go())
+    assert raised.value.code == 1011
+    assert "Resource has been exhausted" in str(raised.value)
+    [entry] = live.requests()
+    assert entry.step == "busy" and entry.status == 429
+
+
+def test_disconnect_closes_the_socket_mid_turn(live: MockServer) -> None:
+    texts: list[str] = []
+
+    async def go() -> None:
+        async with client(live).aio.live.connect(model=MODEL, config=text_config()) as session:
+            await session.send_client_content(turns=types.Content(role="user", parts=[types.Part(text="cut me off")]))
+            async for message in session.receive():
+                texts.append(message.text or "")
+
+    with pytest.raises(errors.APIError) as raised:
+        run(go())
+    assert raised.value.code == 1011 and "disconnect" in str(raised.value)
+    assert texts == ["one", " two"]  # the two chunks before the cut, then no turnComplete
+    [entry] = live.requests()
+    assert entry.step == "cut"
+
+
+def test_two_sessions_at_once_keep_their_own_state(live: MockServer) -> None:
+    async def one(conversation: str, turns: int) -> list[str]:
+        answers = []
+        async with client(live, conversation).aio.live.connect(model=MODEL, config=text_config()) as session:
+            for _ in range(turns):
+                answers.append("".join(m.text or "" for m in await say(session, "count please")))
+        return answers
+
+    async def both() -> list[list[str]]:
+        return list(await asyncio.gather(one("live-a", 2), one("live-b", 1)))
+
+    a, b = run(both())
+    assert a == ["one", "two"] and b == ["one"]  # each session moved its own conversation
+    keys = {e.conversation for e in live.requests()}
+    assert keys == {"live-a", "live-b"}
+
+
+def test_credentials_are_checked_on_the_upgrade(server: MockServer) -> None:
+    async def go() -> None:
+        url = server.url.replace("https://", "wss://") + (
+            "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+        )
+        async with websockets.connect(url, ssl=server.ssl_context()) as ws:
+            await ws.recv()
+
+    with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
+        run(go())
+    assert refused.value.response.status_code == 403
+
+
+# ---- a raw client: what the SDK never sends ------------------------------------------------------------
+
+
+def raw_url(server: MockServer) -> str:
+    path = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+    return server.url.replace("https://", "wss://") + path + "?key=raw-key"
+
+
+@pytest.mark.parametrize(
+    ("frames", "reason"),
+    [
+        (["{not json"], "Invalid JSON payload received"),
+        ([json.dumps({"setup": {"model": "models/x"}}), json.dumps({"hello": {}})], 'Unknown name "hello"'),
+        ([json.dumps({"clientContent": {"turnComplete": True}})], "the first message must be setup"),
+        ([json.dumps({"setup": {}})], "Model name is required"),
+        ([json.dumps({"setup": {"model": "m"}}), json.dumps({"setup": {"model": "m"}})], "setup is sent once"),
+        (
+            [json.dumps({"setup": {"model": "m"}}), json.dumps({"realtimeInput": {"audio": {"data": "%%%"}}})],
+            "Base64 decoding failed",
+        ),
+        ([json.dumps([1, 2])], "expected an object"),
+    ],
+)
+def test_malformed_messages_close_with_a_clear_reason_and_others_go_on(
+    live: MockServer, frames: list[str], reason: str
+) -> None:
+    async def go() -> tuple[int | None, str, str]:
+        good = client(live, "bystander-" + uuid.uuid4().hex)
+        async with good.aio.live.connect(model=MODEL, config=text_config()) as bystander:
+            async with websockets.connect(raw_url(live), ssl=live.ssl_context()) as ws:
+                for frame in frames:
+                    await ws.send(frame)
+                with pytest.raises(websockets.exceptions.ConnectionClosed):
+                    while True:
+                        await ws.recv()
+                code, why = ws.close_code, ws.close_reason or ""
+            answer = "".join(m.text or "" for m in await say(bystander, "still here?"))
+        return code, why, answer
+
+    code, why, answer = run(go())
+    assert code == 1007 and reason in why, why
+    assert answer == "still here?"
+
+
+def test_a_raw_client_in_camel_case_with_function_ids(live: MockServer) -> None:
+    """Raw clients spell every key in camelCase; a function call comes with the id the answer names."""
+
+    async def go() -> list[dict[str, Any]]:
+        got: list[dict[str, Any]] = []
+        async with websockets.connect(raw_url(live), ssl=live.ssl_context()) as ws:
+            setup = {"model": "models/" + MODEL, "generationConfig": {"responseModalities": ["TEXT"]}}
+            await ws.send(json.dumps({"setup": setup}))
+            got.append(json.loads(await ws.recv()))
+            turn = {"turns": [{"role": "user", "parts": [{"text": "weather in Paris?"}]}], "turnComplete": True}
+            await ws.send(json.dumps({"clientContent": turn}))
+            got.append(json.loads(await ws.recv()))
+            call = got[-1]["toolCall"]["functionCalls"][0]
+            answer = {"functionResponses": [{"id": call["id"], "name": call["name"], "response": {"r": "sunny"}}]}
+            await ws.send(json.dumps({"toolResponse": answer}))
+            while not got[-1].get("serverContent", {}).get("turnComplete"):
+                got.append(json.loads(await ws.recv()))
+        return got
+
+    got = run(go())
+    assert got[0] == {"setupComplete": {}}
+    assert got[1]["toolCall"]["functionCalls"][0]["name"] == "get_weather"
+    texts = [p["text"] for m in got[2:] for p in m.get("serverContent", {}).get("modelTurn", {}).get("parts", [])]
+    assert "".join(texts) == "It is sunny in Paris today."
+    assert set(got[-1]) == {"serverContent", "usageMetadata"}
