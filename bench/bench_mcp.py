@@ -7,6 +7,7 @@ median of the per-round ratios. Prints one JSON object with the rates and mockll
 mockllm answers at least as many calls per second).
 
     python bench/bench_mcp.py [--duration 3] [--rounds 3] [--concurrency 8] [--server uvicorn]
+    python bench/bench_mcp.py --smoke       # mockllm only, a fraction of a second: checks the bench runs
 
 aimock is installed by `bench/aimock.py` into a cache outside the repo; without Node the aimock row
 is skipped with the reason. Both servers answer the same call with the same result."""
@@ -163,13 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", default="uvicorn", help="mockllm's host (default: uvicorn, its fastest)")
     parser.add_argument("--server-cpu", type=int, default=0)
     parser.add_argument("--client-cpu", type=int, default=1)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, no aimock: checks the bench runs")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.duration, args.rounds = 0.3, 1
     out: dict[str, Any] = {
         "what": "MCP tools/call per second, one pinned core each, keep-alive, one session",
         "server": args.server,
         "concurrency": args.concurrency,
     }
-    found = prepare()
+    found = "not run in --smoke mode, which installs nothing" if args.smoke else prepare()
     with tempfile.TemporaryDirectory() as tmp, serve_mockllm(Path(tmp), args.server_cpu, args.server) as port:
         session = open_session(port, "/mcp/weather")
         if isinstance(found, str):

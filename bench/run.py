@@ -683,6 +683,104 @@ def peer_row(what: str, setting: str, runs: dict[str, list[dict[str, Any]]], key
 
 
 # ------------------------------------------------------------------------------------------------
+# Rows 10 and 11: MCP tool calls/s and realtime events/s against aimock (bench/bench_mcp.py,
+# bench/bench_realtime.py), and 200 realtime sessions at once
+
+BENCH_MCP = HERE / "bench_mcp.py"
+BENCH_REALTIME = HERE / "bench_realtime.py"
+AGENT_TARGET = "≥ 1.0×"
+SESSIONS_TARGET = "no cross-talk; memory after the last cycle ≤ 1.1× the first"
+
+
+def bench_json(script: Path, args: Sequence[str], timeout: float) -> dict[str, Any]:
+    """Run a bench script that prints one JSON object; its object, or ``{"failed": why}``."""
+    try:
+        done = subprocess.run([PY, str(script), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"failed": f"{script.name} ran past {timeout:.0f} s"}
+    if done.returncode != 0:
+        return {"failed": f"{script.name} exited {done.returncode}: {one_line(done.stderr[-400:])}"}
+    try:
+        out: dict[str, Any] = json.loads(done.stdout)
+    except ValueError:
+        return {"failed": f"{script.name} printed no JSON: {one_line(done.stdout[-200:])}"}
+    return out
+
+
+def agent_rows(mode: Mode, place: Placement) -> list[Row]:
+    """Row 10 (MCP tools/call per second, Uvicorn and Hypercorn, against aimock's MCPMock) and row 11
+    (realtime response events per second against aimock's realtime mock; 200 sessions at once). In
+    ``--smoke`` mode mockllm alone runs, briefly: the scripts work, nothing is judged against aimock."""
+    cpus = ["--server-cpu", str(min(place.server_cpus))] if place.server_cpus else []
+    cpus += ["--client-cpu", str(place.load_cpu)] if place.load_cpu is not None else []
+    smoke = ["--smoke"] if mode.smoke else ["--rounds", str(max(3, mode.repeats)), "--duration", f"{mode.duration:g}"]
+    rows: list[Row] = []
+    what = "MCP tool calls/s vs aimock's MCP mock (Node), one core"
+    for kind in ("uvicorn", "hypercorn"):
+        if kind_missing(kind) is not None:
+            continue
+        progress(f"row 10: MCP tools/call, {kind}")
+        got = bench_json(BENCH_MCP, [*smoke, *cpus, "--server", kind], 300)
+        setting = f"{kind}, c={got.get('concurrency', 8)}, one session, `tools/call` with a structured result"
+        rows.append(agent_row("10", what, setting, got, "mockllm_rps", "aimock_rps", "calls/s"))
+    progress("row 11: realtime sessions")
+    got = bench_json(BENCH_REALTIME, [*smoke, *cpus, "--server", "uvicorn"], 600)
+    what = "realtime response events/s vs aimock's realtime mock (Node), one core"
+    setting = (
+        f"uvicorn, {got.get('sessions', 8)} sessions at once, {got.get('responses_per_session', 20)} "
+        "`response.create` each, 20 text deltas a response"
+    )
+    rows.append(agent_row("11", what, setting, got, "mockllm_events_per_s", "aimock_events_per_s", "events/s"))
+    rows.append(sessions_row(got))
+    return rows
+
+
+def agent_row(num: str, what: str, setting: str, got: dict[str, Any], ours: str, theirs: str, unit: str) -> Row:
+    if "failed" in got:
+        return Row(num, what, setting, AGENT_TARGET, f"not available yet: {one_line(str(got['failed']))}")
+    if theirs not in got:  # --smoke, or aimock missing: mockllm's own figure, unjudged
+        runs = got.get(ours) or [r.get("events_per_s", 0.0) for r in got.get("mockllm", [])]
+        shown = fmt_num(median([float(r) for r in runs]), unit) if runs else "—"
+        reason = str(got.get("aimock", "")).removeprefix("skipped: ")
+        return Row(num, what, setting, AGENT_TARGET, f"not run against aimock: {one_line(reason)}", shown)
+    ratio = float(got["ratio"])
+    return Row(
+        num,
+        what,
+        setting + "; same load generator, servers in turn",
+        AGENT_TARGET,
+        verdict(ratio >= 1.0),
+        mockllm=fmt_num(median(got[ours]), unit),
+        baseline=f"aimock {got.get('aimock_version', '')} {fmt_num(median(got[theirs]), unit)}",
+        ratio=fmt_ratio(ratio) + " (median of rounds)",
+    )
+
+
+def sessions_row(got: dict[str, Any]) -> Row:
+    what = "realtime sessions at once: cross-talk, and memory after they close"
+    many = got.get("many_sessions")
+    if not isinstance(many, dict):
+        return Row("11", what, "—", SESSIONS_TARGET, f"not available yet: {one_line(str(got.get('failed', '')))}")
+    rss = many["rss_mb_after_each_cycle"]
+    ratio = float(many["rss_ratio_last_vs_first"])
+    bad = int(many["cross_talk_or_errors"])
+    setting = (
+        f"{many['sessions']} sessions at once, each its own number and scripted answer, {many['cycles']} cycles; "
+        "RSS after each cycle's sessions closed and a reset (the journal and conversations, kept by design, dropped)"
+    )
+    return Row(
+        "11",
+        what,
+        setting,
+        SESSIONS_TARGET,
+        verdict(bad == 0 and ratio <= FLAT_TOLERANCE),
+        mockllm=f"{bad} answers crossed or failed; RSS {rss[0]:.1f} → {rss[-1]:.1f} MB",
+        baseline=f"{rss[0]:.1f} MB after the first cycle",
+        ratio=fmt_ratio(ratio) + " (last / first)",
+    )
+
+
+# ------------------------------------------------------------------------------------------------
 # Row 9: state in Redis (`--state redis://`, bench/redis_state.py) vs in memory, same server, one worker
 
 REDIS_TARGET = 0.6
@@ -1183,6 +1281,26 @@ METHOD = """\
   fastest per core in row 7) and on Hypercorn, each with its default `--state-poll` (200 µs). Redis is
   a throwaway `redis-server` on a free loopback port (`bench/redis_state.py`), not pinned, as a
   separate service would be. Not run in `--smoke` mode.
+- **Row 10 (MCP tool calls).** `bench/bench_mcp.py`: `mockllm serve` with one `mcp server` block
+  (a tool with a plainly typed input schema and an `always` step answering a structured result) and
+  aimock's `MCPMock` (`aimock --config`, the same tool and result), both pinned to one core and running
+  at once; `bench/load.py` on the other core posts `tools/call` after `tools/call` on 8 keep-alive
+  connections in one initialized session, to each server in turn, round after round; the ratio is the
+  median of the per-round ratios. On Uvicorn (the fastest option) and on Hypercorn (the default).
+  With `--smoke`, mockllm alone for a fraction of a second.
+- **Row 11 (realtime sessions).** `bench/bench_realtime.py`: `/v1/realtime` of `mockllm serve` (a step
+  answering the 116-character reply of `chat.mockllm` in 20 chunks, `endpoint is "realtime"`) and of
+  aimock's LLM server (`bench/scenarios/aimock-chat.json`, `--chunk-size 6`: the same text in the same 20
+  deltas), both pinned to one core; the load generator (the same script with `--client`, a `websockets`
+  client pinned to the other core) keeps 8 sessions open, each sending `session.update` (text output),
+  one user item and then `response.create` after `response.create` (20, then a fresh session), reading
+  every event to `response.done`. The figure counts `response.*` events (27 a response on both; mockllm's
+  `conversation.item.*` and `rate_limits.updated` are not counted); servers in turn, median of the
+  per-round ratios. The second row opens 200 sessions at once, each sending its own number to a step
+  that captures it and answers it back, checks every answer names its own session, closes them all, and
+  repeats (5 cycles); after each cycle a `POST /_mockllm/reset` drops the journal and the conversations
+  (bounded, kept by design), so what remains is what the sessions themselves left behind: the resident
+  memory after the last cycle against after the first.
 - **Row 8 (measured, no target in the spec).** `bench/bench_embed.py`: vectors/s of the default
   embedder for batches of 100 distinct short texts (5 to 9 words) at 1536 dimensions, in-process, and
   through `POST /v1/embeddings` on a loopback Hypercorn server, one request of 100 inputs at a time,
@@ -1194,6 +1312,7 @@ METHOD = """\
 pip install -e '.[dev]'                     # the servers, Redis's client and the SDKs the rows use
 python bench/run.py                         # every row (about 7 minutes), rewrites this page
 python bench/run.py --only 7                # one row (7: aimock, which needs npm); the others are kept
+python bench/run.py --only 10,11            # MCP and realtime against aimock (bench_mcp.py, bench_realtime.py)
 python bench/run.py --smoke                 # every row in under a minute, printed, nothing written
 python bench/fixture_overhead.py            # the pytest fixture's cost per test (section below)
 ```
@@ -1293,6 +1412,12 @@ TARGETS = (
     ("7", "requests/s and 20-chunk streams/s vs aimock (Node), one core, c=1/16/64", "≥ 1.0× (ahead)"),
     ("8", "default embedder vectors/s", "none: measured"),
     ("9", "requests/s with `--state redis://` vs in memory, same server, one worker", "≥ 0.6×"),
+    ("10", "MCP tool calls/s vs aimock's MCP mock, one core", "≥ 1.0×"),
+    (
+        "11",
+        "realtime response events/s vs aimock, one core; 200 sessions at once",
+        "≥ 1.0×; no cross-talk, flat memory",
+    ),
     ("—", "what the pytest fixture costs a test (`bench/fixture_overhead.py`, below)", "≤ 1 ms"),
 )
 
@@ -1355,9 +1480,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=None, help="seconds per load run (default 3; smoke 0.3)")
     parser.add_argument(
         "--only",
-        default="1,2,3,4,5,6,7,8,9",
+        default="1,2,3,4,5,6,7,8,9,10,11",
         help="comma-separated rows to run (1,2,5 run together; 7 is the aimock peer; 8 the embedder; 9 state in "
-        "Redis), default "
+        "Redis; 10 MCP and 11 realtime against aimock), default "
         "all; with a subset, the other rows of an existing --out file are kept",
     )
     parser.add_argument("--worker", choices=("matching", "memory"), help=argparse.SUPPRESS)
@@ -1425,8 +1550,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             state_dir = workdir / "state"
             state_dir.mkdir()
             rows.extend(redis_rows(mode, place, state_dir))
+        if only & {"10", "11"}:
+            rows.extend(r for r in agent_rows(mode, place) if r.num in only)
     note_lines = notes(mode, place, servers, started, (load_before, load_average()))
-    if out is not None and not {"1", "2", "3", "4", "5", "6", "7", "8", "9"} <= only:
+    if out is not None and not {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"} <= only:
         kept = kept_rows(out, only)
         rows.extend(kept)
         if kept:
@@ -1434,7 +1561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"- Rows {', '.join(sorted({r.num for r in kept}))} are kept from an earlier run written "
                 f"to this page (this run measured only {', '.join(sorted(only))})."
             )
-    rows.sort(key=lambda r: r.num)
+    rows.sort(key=lambda r: int(r.num) if r.num.isdigit() else 0)
     text = document(rows, note_lines, kept_sections(out))
     print(text)
     if out is not None:
