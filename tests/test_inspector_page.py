@@ -259,7 +259,7 @@ def test_timing_reply_bodies_from_redis_late_changes_and_operations(
 def test_a_realtime_sessions_response_is_a_row_with_its_operation(browser: Any, server: mockllm.MockServer) -> None:
     """A response in an OpenAI Realtime session (the openai SDK's realtime client) is journalled like a
     request: its row names the operation `realtime`, which the filter picks out from the chat rows."""
-    server.reset()
+    server.restore()  # (the test before cleared the scenarios)
     page, errors, outside = _open(browser, server.url + "/_mockllm/ui")
     try:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="test", max_retries=0)

@@ -317,7 +317,7 @@ async function listJournal() {
   if (state.before !== null) parts.push("before=" + state.before);
   const data = await api("journal?" + parts.join("&"));
   state.rows = data.entries;
-  state.newestListed = Math.max(state.newestListed, data.newest || 0);
+  if (state.before === null) state.newestListed = data.newest || 0;
   state.olderCursor = data.next_before;
   renderJournal();
 }
@@ -335,6 +335,10 @@ async function pollJournal() {
   const listing = state.listing;
   const data = await api("feed?" + parts.join("&"));
   if (listing !== state.listing) return;
+  if (live && (data.newest || 0) < state.newestListed) {
+    await listJournal(); // the newest entries went (a reset, a server started again): list afresh
+    return;
+  }
   let changed = false;
   if (data.missing.length) {
     const gone = new Set(data.missing);
