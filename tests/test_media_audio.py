@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mockllm.runtime.media import inband
+from mockllm.runtime.media import audio, inband
 from mockllm.runtime.media.audio import FORMATS, listen, seconds_for, speak
 from mockllm.runtime.media.heard import UnreadableAudio
 
@@ -103,3 +103,19 @@ def test_broken_audio_is_refused_with_a_reason(data: bytes, says: str) -> None:
     """Bytes that are no audio, or audio cut short, raise UnreadableAudio saying what is wrong."""
     with pytest.raises(UnreadableAudio, match=says):
         listen(data)
+
+
+def test_recent_speech_is_kept_within_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same request is answered with the same bytes, kept; what is kept stays within SPOKEN_BYTES,
+    the oldest let go first, and audio longer than an eighth of it is never kept."""
+    monkeypatch.setattr(audio, "SPOKEN_BYTES", 400_000)
+    monkeypatch.setattr(audio, "_spoken", type(audio._spoken)())
+    monkeypatch.setattr(audio, "_spoken_size", [0])
+    first = audio.speak("one two three", "wav", seconds=1.0)  # 48 kB
+    assert audio.speak("one two three", "wav", seconds=1.0) is first
+    for i in range(12):
+        audio.speak(f"sentence {i}", "wav", seconds=1.0)
+    assert audio._spoken_size[0] == sum(len(v) for v in audio._spoken.values()) <= 400_000
+    assert ("one two three", "wav", 1.0) not in audio._spoken  # the oldest went first
+    audio.speak("a long one", "wav", seconds=2.0)  # 96 kB: more than an eighth
+    assert not any(k[0] == "a long one" for k in audio._spoken)

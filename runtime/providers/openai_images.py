@@ -132,8 +132,7 @@ def parse_generation(http: HttpRequest, provider: Provider = "openai", model: st
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise wrong_type(_ROOT.key("stream"), "a boolean", stream)
-    chat = inputs_request(provider, "images", http, named, (prompt,), body)
-    return attrs.evolve(chat, stream=bool(stream))
+    return inputs_request(provider, "images", http, named, (prompt,), body, stream=bool(stream))
 
 
 def parse_edit(http: HttpRequest, provider: Provider = "openai", model: str | None = None) -> ChatRequest:
@@ -149,8 +148,10 @@ def parse_edit(http: HttpRequest, provider: Provider = "openai", model: str | No
         attachments.append(_image_kind(mask, "mask"))
     _checked(body)
     named = model or form.value("model") or DEFAULT_MODEL
-    chat = inputs_request(provider, "images", http, named, (prompt,), body)
-    return attrs.evolve(chat, stream=body.get("stream") is True, attachments=tuple(attachments))
+    stream = body.get("stream") is True
+    return inputs_request(
+        provider, "images", http, named, (prompt,), body, stream=stream, attachments=tuple(attachments)
+    )
 
 
 def parse_variation(http: HttpRequest) -> ChatRequest:
@@ -162,8 +163,8 @@ def parse_variation(http: HttpRequest) -> ChatRequest:
     attachment = _image_kind(upload, "image")
     _checked(body, partial=False)
     body["variation_of"] = hashlib.sha256(upload.data).hexdigest()[:16]  # what the pictures are drawn from
-    chat = inputs_request("openai", "images", http, form.value("model") or DEFAULT_MODEL, ("",), body)
-    return attrs.evolve(chat, attachments=(attachment,))
+    named = form.value("model") or DEFAULT_MODEL
+    return inputs_request("openai", "images", http, named, ("",), body, attachments=(attachment,))
 
 
 # ---------------------------------------------------------------- rendering

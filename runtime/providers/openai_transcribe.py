@@ -14,8 +14,6 @@ import math
 import re
 from typing import Any
 
-import attrs
-
 from mockllm.runtime.media.audio import CONTAINER_TYPES, listen, seconds_for
 from mockllm.runtime.media.heard import UnreadableAudio
 from mockllm.runtime.providers.base import ProviderError, RenderContext, Rendered
@@ -81,8 +79,17 @@ def audio_request(
         raise ProviderError(400, message, code="invalid_value", param="file") from None
     body = form_body(form)
     attachment = Attachment("audio", CONTAINER_TYPES.get(heard.format, upload.content_type), len(upload.data))
-    chat = inputs_request(provider, operation, http, named, (heard.text or "",), body)
-    return attrs.evolve(chat, stream=stream == "true", attachments=(attachment,), audio_seconds=heard.seconds)
+    return inputs_request(
+        provider,
+        operation,
+        http,
+        named,
+        (heard.text or "",),
+        body,
+        stream=stream == "true",
+        attachments=(attachment,),
+        audio_seconds=heard.seconds,
+    )
 
 
 def parse_transcription(http: HttpRequest) -> ChatRequest:

@@ -17,7 +17,7 @@ from typing import Any
 from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
 from mockllm.runtime.reply.plan import MessagePlan
-from mockllm.runtime.request import ChatRequest, HttpRequest, Operation, Provider
+from mockllm.runtime.request import Attachment, ChatRequest, HttpRequest, Operation, Provider
 
 Parse = Callable[[HttpRequest], ChatRequest]
 Render = Callable[[MessagePlan, ChatRequest, RenderContext], Rendered]
@@ -31,8 +31,14 @@ def inputs_request(
     inputs: tuple[str, ...],
     body: Any,
     dimensions: int | None = None,
+    *,
+    stream: bool = False,
+    attachments: tuple[Attachment, ...] = (),
+    audio_seconds: float | None = None,
 ) -> ChatRequest:
-    """The provider-neutral request of an embedding or moderation call: no messages, never streamed.
+    """The provider-neutral request of an embedding, moderation, speech, transcription or images call:
+    no messages (an upload's ``stream``, ``attachments`` and ``audio_seconds`` given here, not changed
+    after: a request is built once).
     Without ``dimensions`` of its own, an embedding request asks for its model's usual dimension
     (the provider's, for a model mockllm does not know)."""
     if dimensions is None and operation == "embeddings":
@@ -41,13 +47,15 @@ def inputs_request(
         provider=provider,
         endpoint=http.path,
         model=model,
-        stream=False,
+        stream=stream,
         messages=(),
         headers=dict(http.headers),
         body=body,
         operation=operation,
         inputs=inputs,
         dimensions=dimensions,
+        attachments=attachments,
+        audio_seconds=audio_seconds,
     )
 
 

@@ -51,7 +51,7 @@ def plan_media(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) ->
         return attrs.evolve(
             plan,
             text=text,
-            text_chunks=split_words(text),
+            text_chunks=(text,) if text else (),  # (speech is sent as audio: its text is never split)
             audio=audio.data if audio is not None else None,
             audio_seconds=audio.length.seconds if audio is not None and audio.length is not None else None,
             input_tokens=input_tokens,

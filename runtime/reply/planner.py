@@ -37,7 +37,7 @@ def split_words(text: str) -> tuple[str, ...]:
     pieces = _WORD.findall(text)
     if not pieces:
         return (text,)
-    rest = len(text) - sum(len(p) for p in pieces)
+    rest = len(text) - sum(map(len, pieces))
     if rest:
         pieces[-1] += text[len(text) - rest :]
     return tuple(pieces)
