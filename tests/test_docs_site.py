@@ -37,6 +37,7 @@ PAGES = (
     "voice-and-images.md",
     "inspector.md",
     "tls.md",
+    "realtime.md",
 )
 FENCE = re.compile(r"^```([A-Za-z-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 FILE_LINE = re.compile(r"#\s*file:\s*(\S+)")

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from conftest import SleepLog, compile_text
 from openai import AsyncOpenAI
+from reliability import serve_process, servers
 
 from mockllm.runtime.media import inband
 from mockllm.runtime.media.audio import speak
@@ -611,3 +612,114 @@ def test_a_client_that_never_reads_stalls_only_its_own_session(echo: BackgroundS
         return healthy
 
     assert run(go) == ["good morning"]
+
+
+def test_the_agents_sdk_realtime_agent_calls_its_tool_and_says_the_scripted_answer(server: BackgroundServer) -> None:
+    from agents import function_tool
+    from agents.realtime import RealtimeAgent, RealtimeRunner
+
+    called: list[str] = []
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        called.append(city)
+        return f"sunny in {city}"
+
+    headers = {"Authorization": "Bearer test", **conversation()}
+
+    async def go() -> list[Any]:
+        agent = RealtimeAgent(name="Assistant", instructions="Be brief.", tools=[get_weather])
+        runner = RealtimeRunner(agent, config={"model_settings": {"modalities": ["text"]}})
+        url = ws_url(server)
+        session = await runner.run(model_config={"url": url, "headers": headers})
+        kinds: list[str] = []
+        history: list[Any] = []
+        async with session:
+            await session.send_message("what is the weather in Paris?")
+            async for event in session:
+                kinds.append(event.type)
+                if event.type == "error":
+                    raise AssertionError(f"the agent saw an error: {event}")
+                if event.type == "history_updated":
+                    history = list(event.history)
+                if event.type == "agent_end" and "tool_end" in kinds:
+                    break
+            return history
+
+    history = run(go)
+    assert called == ["Paris"]
+    assert [item.type for item in history] == ["message", "function_call", "message"]
+    assert history[-1].content[0].text == "It is sunny in Paris today."
+    steps = [e["matched"]["step"] for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+    assert steps == ["asks", "answers"]
+
+
+@pytest.mark.parametrize("host", servers())
+def test_every_host_serves_the_websocket(host: str, tmp_path: Any) -> None:
+    """Hypercorn (the default), Uvicorn and Granian each serve a session: text, audio and an error event."""
+    script = tmp_path / "hello.mockllm"
+    script.write_text(
+        'scenario "Hi":\n    step hi:\n        always\n        reply:\n            text "Hello from every host."\n'
+    )
+
+    async def go(url: str) -> tuple[list[Any], list[Any], Any]:
+        openai = AsyncOpenAI(base_url=url + "/v1", api_key="test")
+        async with openai.realtime.connect(model="gpt-realtime") as conn:
+            await conn.conversation.item.create(item=say("hi"))
+            await conn.response.create()
+            spoken = await until(conn)
+            await conn.response.create(response={"output_modalities": ["text"]})
+            written = await until(conn)
+            await conn.send({"type": "no.such.event"})  # type: ignore[arg-type]
+            return spoken, written, await conn.recv()
+
+    with serve_process(str(script), "--server", host) as (_proc, url, _port):
+        spoken, written, error = run(lambda: go(url))
+    pcm = b"".join(base64.b64decode(e.delta) for e in spoken if e.type == "response.output_audio.delta")
+    assert inband.read(pcm) == "Hello from every host."
+    assert [e.text for e in written if e.type == "response.output_text.done"] == ["Hello from every host."]
+    assert error.type == "error" and error.error.code == "invalid_value"
+
+
+def test_the_beta_client_gets_the_beta_event_names(echo: BackgroundServer) -> None:
+    ws_base = echo.url.replace("http://", "ws://") + "/v1"
+
+    async def go() -> list[Any]:
+        beta = AsyncOpenAI(base_url=echo.url + "/v1", websocket_base_url=ws_base, api_key="test")
+        async with beta.beta.realtime.connect(model="gpt-4o-realtime-preview") as conn:
+            opened = [await conn.recv(), await conn.recv()]
+            await conn.session.update(session={"modalities": ["text"]})
+            opened.append(await conn.recv())
+            await conn.conversation.item.create(item=say("hello beta"))  # type: ignore[arg-type]
+            await conn.response.create()
+            async for event in conn:
+                opened.append(event)
+                if event.type == "rate_limits.updated":
+                    return opened
+        raise AssertionError("the session ended early")
+
+    events = run(go)
+    kinds = [e.type for e in events]
+    assert kinds[:3] == ["session.created", "conversation.created", "session.updated"]
+    assert events[2].session.modalities == ["text"]
+    assert "conversation.item.created" in kinds and "conversation.item.added" not in kinds
+    assert "conversation.item.done" not in kinds
+    assert "".join(e.delta for e in events if e.type == "response.text.delta") == "hello beta"
+    assert [e.text for e in events if e.type == "response.text.done"] == ["hello beta"]
+
+
+def test_an_upgrade_without_credentials_is_refused_with_the_apis_401(echo: BackgroundServer) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
+
+    async def go() -> Any:
+        try:
+            await connect(ws_url(echo))
+        except InvalidStatus as exc:
+            return exc.response
+        raise AssertionError("the upgrade was accepted")
+
+    response = run(go)
+    assert response.status_code == 401
+    assert json.loads(response.body)["error"]["code"] == "invalid_api_key"

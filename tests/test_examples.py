@@ -1123,3 +1123,47 @@ def test_voice_agent_listens_calls_a_tool_answers_and_speaks(url: str) -> None:
         None,
     ]
     assert entries[0]["attachments"] == [{"kind": "audio", "media_type": "audio/wav", "size": len(recording())}]
+
+
+# realtime_concierge.mockllm — a realtime voice session: audio in, a tool call, a spoken answer
+
+
+def test_realtime_concierge_hears_the_caller_checks_the_hours_and_answers_aloud(url: str) -> None:
+    import asyncio
+    import base64
+
+    from mockllm.runtime.media import inband
+    from mockllm.runtime.media.audio import speak
+
+    conversation = uuid.uuid4().hex
+
+    async def session() -> tuple[Any, list[Any]]:
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test")
+        headers = conversation_headers(conversation)
+        async with client.realtime.connect(model="gpt-realtime", extra_headers=headers) as conn:
+            voice = speak("Hi, are you open tonight?", "pcm")
+            await conn.input_audio_buffer.append(audio=base64.b64encode(voice).decode())
+            await conn.input_audio_buffer.commit()
+            await conn.response.create()
+            events: list[Any] = []
+            async for event in conn:
+                events.append(event)
+                if event.type == "response.function_call_arguments.done":
+                    output = {"type": "function_call_output", "call_id": event.call_id, "output": "open until 23:00"}
+                    await conn.conversation.item.create(item=output)  # type: ignore[arg-type]
+                if event.type == "response.done" and event.response.output[0].type == "function_call":
+                    await conn.response.create()
+                elif event.type == "response.done":
+                    return next(e for e in events if e.type == "response.function_call_arguments.done"), events
+        raise AssertionError("the session ended early")
+
+    call, events = asyncio.run(asyncio.wait_for(session(), 20))
+    assert (call.name, json.loads(call.arguments)) == ("opening_hours", {"day": "today"})
+    said = next(e for e in events if e.type == "response.output_audio_transcript.done").transcript
+    assert said == "Yes, we are open until eleven tonight."
+    pcm = b"".join(base64.b64decode(e.delta) for e in events if e.type == "response.output_audio.delta")
+    assert len(pcm) == 2 * 24000 * 2  # `audio 2s`: two seconds of 24 kHz pcm16
+    assert inband.read(pcm) == said  # the audio carries what it says
+    entries = journal(url, conversation)
+    assert [e["matched"]["step"] for e in entries] == ["check_hours", "answer"]
+    assert [e["endpoint"] for e in entries] == ["/v1/realtime", "/v1/realtime"]

@@ -120,7 +120,7 @@ async def serve_granian(app: Any, sock: socket.socket, stopping: Stopping, tls: 
         http=HTTPModes.auto,
         # an idle keep-alive connection is closed after KEEP_ALIVE_S, as on the other servers
         http1_settings=HTTP1Settings(header_read_timeout=int(KEEP_ALIVE_S * 1000)),
-        websockets=False,
+        websockets=True,  # realtime sessions (server/realtime/)
         backlog=1024,
         log_level=LogLevels.error,
         log_dictconfig=_LOGGING,

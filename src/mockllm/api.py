@@ -416,6 +416,12 @@ class MockServer:
         """Where an MCP client reaches the script's `mcp server "NAME"` over Streamable HTTP."""
         return f"{self.url}/mcp/{urllib.parse.quote(name)}"
 
+    def realtime_url(self, model: str = "gpt-realtime") -> str:
+        """Where a realtime client opens an OpenAI Realtime session: ``ws://…/v1/realtime?model=MODEL``
+        (the Agents SDK's ``model_config={"url": …}``; the ``openai`` SDK needs only ``openai_base_url``)."""
+        ws = "wss" + self.url[5:] if self.url.startswith("https") else "ws" + self.url[4:]
+        return f"{ws}/v1/realtime?model={urllib.parse.quote(model)}"
+
     def mcp_command(self, name: str, conversation: str | None = None) -> list[str]:
         """The command an MCP client spawns to reach `mcp server "NAME"` over stdio: ``mockllm mcp NAME
         --url …``, relaying to this server (its library, conversations and journal). ``conversation``

@@ -185,6 +185,11 @@ class MockLLM:
         """The script's `mcp server "NAME"` over Streamable HTTP: ``Client(mockllm.mcp_url("weather"))``."""
         return self.server.mcp_url(name)
 
+    def realtime_url(self, model: str = "gpt-realtime") -> str:
+        """An OpenAI Realtime session's WebSocket URL: ``RealtimeRunner(...).run(model_config={"url":
+        mockllm.realtime_url()})``."""
+        return self.server.realtime_url(model)
+
     def mcp_command(self, name: str, conversation: str | None = None) -> list[str]:
         """The stdio command for `mcp server "NAME"` (see :meth:`MockServer.mcp_command`): spawn it with
         ``StdioServerParameters(command=cmd[0], args=cmd[1:])``."""
