@@ -120,6 +120,23 @@ scenario "Media":
         reply:
             image "green.png"
             image "green.png"
+
+    step draw:
+        always
+        when:
+            provider is gemini
+            last user message contains "lighthouse"
+        reply:
+            text "Here it is."
+            image "green.png"
+
+    step hello:
+        always
+        when:
+            provider is gemini
+            last user message is "Say hello"
+        reply:
+            text "Hello from the upstream."
 """
 
 
@@ -249,3 +266,36 @@ def test_the_docs_show_what_the_recorder_writes(tmp_path: Path, serve_text) -> N
     assert written == sorted(listing.split())
     (speech,) = out.glob("openai_speech_*.mockllm")
     assert speech.read_text(encoding="utf-8") == shown
+
+
+def _gemini_media(url: str) -> tuple[str | None, bytes, bytes]:
+    """A Gemini answer with a picture beside its text, and one that is sound alone."""
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key=KEY, http_options={"base_url": url})
+    drawn = client.models.generate_content(
+        model="gemini-2.5-flash-image",
+        contents="Draw a lighthouse",
+        config=types.GenerateContentConfig(response_modalities=["TEXT", "IMAGE"]),
+    )
+    spoken = client.models.generate_content(
+        model="gemini-2.5-flash-preview-tts",
+        contents="Say hello",
+        config=types.GenerateContentConfig(response_modalities=["AUDIO"]),
+    )
+    picture = drawn.candidates[0].content.parts[-1].inline_data  # type: ignore[index,union-attr]
+    sound = spoken.candidates[0].content.parts[0].inline_data  # type: ignore[index,union-attr]
+    return drawn.text, picture.data, sound.data  # type: ignore[union-attr,return-value]
+
+
+def test_gemini_pictures_and_sound_are_recorded_as_files(tmp_path: Path) -> None:
+    """Gemini's `inlineData` answers (responseModalities IMAGE, AUDIO) are saved beside the script as
+    `image` and `audio` lines; replayed, the SDK gets the same bytes."""
+    with _upstream(tmp_path / "upstream") as upstream, recorder(upstream, tmp_path / "out") as (url, _):
+        recorded = _gemini_media(url)
+    assert recorded[1].startswith(b"\x89PNG") and len(recorded[2]) > 1000
+    text = "\n".join(s.read_text(encoding="utf-8") for s in check_clean(tmp_path / "out"))
+    assert '.png"' in text and '.pcm"' in text
+    with replay(tmp_path / "out") as server:
+        assert _gemini_media(server.url) == recorded

@@ -36,6 +36,7 @@ class Answer:
     error: str | None = None  # an in-band stream error's message
     events: int = 0
     vectors: tuple[tuple[float, ...], ...] = ()  # an embedding answer's vectors, one per input
+    media: tuple[tuple[str, bytes], ...] = ()  # pictures and sound in the answer: (media type, bytes)
 
     @property
     def text(self) -> str:
@@ -73,6 +74,7 @@ class Parts:
     response_id: Any = None
     error: str | None = None
     events: int = 0
+    media: list[tuple[str, bytes]] = attrs.Factory(list)
 
     def text(self, piece: Any) -> None:
         self.chunks.append(str(piece))
@@ -100,6 +102,7 @@ class Parts:
             response_id=self.response_id,
             error=self.error,
             events=self.events,
+            media=tuple(self.media),
         )
 
 

@@ -212,9 +212,20 @@ def script(conv: Conversation, keep_timing: bool = False) -> Script:
             when += [_cond("tool_result", "present", None, name) for name in results]
         else:
             when += _user_condition(turn.chat)
-        steps.append(
-            n.Step(_unique(_step_name(turn, bool(results)), used), tuple(when), reply=_reply(turn, keep_timing))
-        )
+        step_name = _unique(_step_name(turn, bool(results)), used)
+        reply = _reply(turn, keep_timing)
+        if turn.answer is not None and turn.answer.media:  # Gemini's pictures and sound, as files
+            kept = [
+                asset(folder_for(filename), step_name, data, _extension(mime, data)) for mime, data in turn.answer.media
+            ]
+            assets += kept
+            lines = [
+                n.Audio(path=a.path) if mime.startswith("audio/") else n.Image(a.path)
+                for (mime, _), a in zip(turn.answer.media, kept, strict=True)
+            ]
+            said = tuple(el for el in reply.elements if el != n.Text(""))  # (an answer of sound alone)
+            reply = n.ReplyBlock((*said, *lines))
+        steps.append(n.Step(step_name, tuple(when), reply=reply))
         if turn.answer is not None:
             call_names.update((c.id, c.name) for c in turn.answer.calls if c.id)
     scenario = n.Scenario(
@@ -380,6 +391,13 @@ def _media_files(turn: Turn, folder: str, step: str) -> list[Asset]:
         return [] if audio is None else [asset(folder, step, audio, audio_extension(turn.chat.body))]
     pictures = [turn.fetched.get(p) if isinstance(p, str) else p for p in picture_sources(ex.body, ex.response_headers)]
     return [asset(folder, step, p, picture_extension(p)) for p in pictures if p]
+
+
+def _extension(mime: str, data: bytes) -> str:
+    """A file extension for an answer's picture or sound (raw PCM for Gemini's ``audio/L16``)."""
+    if mime.startswith("audio/"):
+        return "pcm" if "l16" in mime.lower() or "pcm" in mime.lower() else mime[6:].split(";")[0] or "bin"
+    return picture_extension(data)
 
 
 def _with_media(reply: n.ReplyBlock, turn: Turn, kept: Sequence[Asset]) -> n.ReplyBlock:
