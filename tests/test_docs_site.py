@@ -38,6 +38,7 @@ PAGES = (
     "inspector.md",
     "tls.md",
     "realtime.md",
+    "gemini-live.md",
 )
 FENCE = re.compile(r"^```([A-Za-z-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 FILE_LINE = re.compile(r"#\s*file:\s*(\S+)")
