@@ -9,16 +9,20 @@ conversations, library, verify, one entry's detail), then grows the run to 1,000
 - whether the newest entry is the first row the page shows (the newest entries visible);
 - the live feed the page polls twice a second (``feed``: the rows new since the newest listed, and
   the rows on show looked up by id), for the newest page and for a page far back (``feed (older
-  page)``), with how many rows it looked up: it costs the rows on show, not the journal's size;
+  page)``), with how many rows it sent back (all asked about as if still going; ``feed (rows ended)``:
+  as the page asks once they have ended): it costs the rows on show, not the journal's size;
 - the rows and the bytes of each answer, small run and large run, and their ratio: the page's own
   requests stay bounded when the ratio stays near 1x while the journal grew 100x;
-- the seconds one poll took, for information only.
+- the seconds one poll took, and the median seconds of the journal's part of a poll, as the page
+  polled it before the live feed (the newest fifty listed again) and with the feed, unfiltered and
+  filtered by a conversation: for information only.
 
 Usage: ``python bench/inspector_load.py [--conversations 1000] [--per 10]``"""
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,6 +75,7 @@ def poll(client: httpx.Client, url: str) -> tuple[dict[str, int], dict[str, int]
             detail = client.get(url + f"/_mockllm/ui/api/entry?id={top}")
             sizes["entry"] = len(detail.content)
             feed(client, url, data["entries"], f"after={data['newest']}", "feed", sizes, rows)
+            feed(client, url, data["entries"], f"after={data['newest']}", "feed (rows ended)", sizes, rows, False)
             older = client.get(url + f"/_mockllm/ui/api/journal?limit=50&before={max(2, top // 2)}").json()
             feed(client, url, older["entries"], "", "feed (older page)", sizes, rows)
         elif path.startswith("conversations"):
@@ -86,13 +91,40 @@ def feed(
     name: str,
     sizes: dict[str, int],
     rows: dict[str, int],
+    going: bool = True,
 ) -> None:
-    """One poll of the live feed for the rows ``shown`` (all asked about, as if none had ended)."""
+    """One poll of the live feed for the rows ``shown``: with ``going``, every row asked about as if
+    none had ended (the most a poll looks up); else as the page asks once they have ended."""
     ids = ",".join(str(r["id"]) for r in shown)
-    answer = client.get(url + f"/_mockllm/ui/api/feed?limit=50&ids={ids}&open={ids}&{after}")
+    still = ids if going else ""
+    answer = client.get(url + f"/_mockllm/ui/api/feed?limit=50&ids={ids}&open={still}&{after}")
     answer.raise_for_status()
     sizes[name] = len(answer.content)
     rows[name] = len(answer.json()["rows"])
+
+
+def median_seconds(client: httpx.Client, url: str, path: str, times: int = 20) -> float:
+    took = []
+    for _ in range(times):
+        began = time.perf_counter()
+        client.get(url + "/_mockllm/ui/api/" + path).raise_for_status()
+        took.append(time.perf_counter() - began)
+    return statistics.median(took)
+
+
+def polls(client: httpx.Client, url: str) -> None:
+    """The journal's part of one poll: listed again (before the feed) and with the feed, unfiltered and
+    filtered by one conversation (a listing looks through the journal for its rows)."""
+    top = client.get(url + "/_mockllm/ui/api/journal?limit=50").json()
+    ids = ",".join(str(r["id"]) for r in top["entries"])
+    after = top["newest"]
+    mine = "conversation=conversation-00999"
+    for what, listing, live in (
+        ("newest fifty", "journal?limit=50", f"feed?limit=50&ids={ids}&open=&after={after}"),
+        ("filtered by conversation", f"journal?limit=50&{mine}", f"feed?limit=50&{mine}&ids=&open=&after={after}"),
+    ):
+        listed, fed = median_seconds(client, url, listing), median_seconds(client, url, live)
+        print(f"poll, {what}: listed again {listed * 1000:.1f} ms, live feed {fed * 1000:.1f} ms (median of 20)")
 
 
 def main() -> int:
@@ -123,6 +155,7 @@ def main() -> int:
                     print(f"{name:<28}{small[name]:>12}{large[name]:>12}{ratio:>7.1f}x  {shown}")
                 biggest = max(large.values())
                 print(f"largest answer: {biggest} bytes; reading them all took {small_s:.3f}s, then {large_s:.3f}s")
+                polls(client, url)
         finally:
             proc.terminate()
             proc.wait(10)

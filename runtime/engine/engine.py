@@ -606,6 +606,9 @@ class Engine:
         """The kept entries with these ids (see :meth:`Journal.find`)."""
         return self._journal.find(ids)
 
+    def journal_kept(self, ids: list[int]) -> list[int]:
+        return self._journal.kept(ids)
+
     def journal_newest_id(self) -> int:
         return self._journal.newest_id()
 

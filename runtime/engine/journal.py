@@ -529,6 +529,11 @@ class Journal:
             found = [self._entries.get(i) for i in ids]
         return [e.to_json() for e in found if e is not None]
 
+    def kept(self, ids: list[int]) -> list[int]:
+        """Those of ``ids`` still kept (a reset or the bounds drop entries)."""
+        with self._lock:
+            return [i for i in ids if i in self._entries]
+
     def newest_id(self) -> int:
         """The newest kept entry's id (0: none)."""
         with self._lock:

@@ -125,6 +125,11 @@ class Views:
         newest: int | None = None
         more = False
         size = BATCH if filters else limit + 1
+        if after:  # what is new: often nothing, or a few entries (the live feed asks twice a second)
+            top = await self.store.journal_newest_id()
+            if top <= after:
+                return {"entries": [], "next_before": None, "newest": top or None, "scanned": 0}
+            size = min(size, top - after + 1)
         while scanned < SCAN:
             batch = await self.store.journal_newest(size, cursor)
             stop = len(batch) < size
@@ -159,10 +164,9 @@ class Views:
             out = await self.journal(limit, None, after, filters)
         if out["newest"] is None:
             out["newest"] = await self.store.journal_newest_id() or None
-        found = await self.store.journal_find(ids) if ids else []
-        wanted = set(open_ids)
-        out["rows"] = [summary(e) for e in found if e.get("id") in wanted]
-        kept = {e.get("id") for e in found}
+        kept = set(await self.store.journal_kept(ids)) if ids else set()
+        shown = [i for i in open_ids if i in kept]
+        out["rows"] = [summary(e) for e in await self.store.journal_find(shown)] if shown else []
         out["missing"] = [i for i in ids if i not in kept]
         return out
 

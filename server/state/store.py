@@ -96,6 +96,10 @@ class StateStore:
         """The kept entries with these ids, in the order asked (the inspector's rows on show)."""
         return self.engine.journal_find(ids)
 
+    async def journal_kept(self, ids: list[int]) -> list[int]:
+        """Those of ``ids`` whose entries are still kept."""
+        return self.engine.journal_kept(ids)
+
     async def journal_newest_id(self) -> int:
         """The newest journal entry's id (0: none)."""
         return self.engine.journal_newest_id()

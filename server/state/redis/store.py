@@ -472,6 +472,9 @@ class RedisStore(StateStore):
         found = await self._call(read)
         return await self._delivered([item for items in found for item in items], replies=False)
 
+    async def journal_kept(self, ids: list[int]) -> list[int]:
+        return [int(e["id"]) for e in await self.journal_find(ids)]
+
     async def journal_newest_id(self) -> int:
         items = await self._call(self._client.xrevrange, PREFIX + "journal", max="+", min="-", count=1)
         return int(items[0][0].split("-", 1)[0]) if items else 0
