@@ -2,11 +2,13 @@
 
 Two measurements, each printed as a Markdown table and, last, one JSON line for ``bench/run.py``:
 
-- **requests/s vs aimock** for ``POST /v1/audio/speech`` (mp3), ``POST /v1/audio/transcriptions`` (a
-  small mp3 upload, multipart) and ``POST /v1/images/generations`` (one 1024x1024 PNG as b64_json), on
-  one pinned core, the same ``bench/load.py`` runs against ``mockllm serve`` with no script (the fastest
-  installed ``--server``) and against aimock serving fixtures of the same sizes (mockllm's own mp3 and
-  PNG, as aimock sends back what its fixture holds), in rounds, at concurrency 1 and 16.
+- **requests/s vs aimock** (and each server's CPU time per request, read from ``/proc``: on a busy
+  machine requests/s measures the machine as much as the server) for ``POST /v1/audio/speech`` (mp3),
+  ``POST /v1/audio/transcriptions`` (a small mp3 upload, multipart) and ``POST /v1/images/generations``
+  (one 1024x1024 PNG as b64_json), on one pinned core, the same ``bench/load.py`` runs against
+  ``mockllm serve`` with no script (the fastest installed ``--server``) and against aimock serving
+  fixtures of the same sizes (mockllm's own mp3 and PNG, as aimock sends back what its fixture holds),
+  in rounds, at concurrency 1 and 16.
 - **a 10 MB upload beside other requests**: the p99 latency of small chat requests (``bench/load.py``,
   one connection) while another client sends 10 MB audio uploads back to back, against the same
   without uploads. The spec's target: nobody waits on the upload (the difference within the §8
@@ -46,6 +48,7 @@ LOAD = HERE / "load.py"
 SENTENCE = "Your order has shipped and will arrive on Tuesday between nine and noon."
 BOUNDARY = "mockllmbenchboundary"
 TARGET_RATIO = 1.0
+WARMUP_S = 0.5
 LATENCY_ERROR_MS = 5.0
 
 
@@ -96,6 +99,10 @@ def wait_for(port: int, path: str, proc: subprocess.Popen[bytes], err: Path, tim
             time.sleep(0.1)
 
 
+#: each server's process id by its URL: its CPU time is read from /proc around each run
+PIDS: dict[str, int] = {}
+
+
 @contextlib.contextmanager
 def process(argv: list[str], port: int, probe: str, cpus: set[int] | None, logdir: Path, name: str) -> Iterator[str]:
     err = logdir / f"{name}.err"
@@ -104,9 +111,37 @@ def process(argv: list[str], port: int, probe: str, cpus: set[int] | None, logdi
     try:
         pin(proc.pid, cpus)
         wait_for(port, probe, proc, err)
-        yield f"http://127.0.0.1:{port}"
+        url = f"http://127.0.0.1:{port}"
+        PIDS[url] = proc.pid
+        yield url
     finally:
         stop(proc)
+
+
+def cpu_seconds(url: str) -> float | None:
+    """The CPU time (user + system, all threads) the server at ``url`` has used so far; None where
+    /proc cannot say."""
+    pid = PIDS.get(url)
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(
+    url: str, path: str, body: Path, content_type: str, c: int, duration: float, cpu: int | None
+) -> dict[str, Any]:
+    """:func:`load`, with the server's CPU microseconds per request (``cpu_us``: its CPU time over the
+    run, warm-up included, by the requests of the whole run). On a busy machine requests/s measures the
+    machine as much as the server; CPU time per request measures the server alone."""
+    before = cpu_seconds(url)
+    result = load(url, path, body, content_type, c, duration, cpu)
+    after = cpu_seconds(url)
+    served = result["rps"] * (duration + WARMUP_S)
+    if before is not None and after is not None and served:
+        result["cpu_us"] = (after - before) / served * 1e6
+    return result
 
 
 def server_kind() -> str:
@@ -137,7 +172,7 @@ def load(
         "--header",
         f"Content-Type: {content_type}",
     ]
-    argv += ["--concurrency", str(concurrency), "--duration", str(duration), "--warmup", "0.5"]
+    argv += ["--concurrency", str(concurrency), "--duration", str(duration), "--warmup", str(WARMUP_S)]
     if cpu is not None:
         argv += ["--cpu", str(cpu)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 120, cwd=ROOT)
@@ -214,16 +249,21 @@ def peer_rows(duration: float, repeats: int, concurrencies: list[int]) -> list[d
         with mockllm(server_cpus, workdir, kind) as mine, aimock(server_cpus, workdir) as (theirs, version):
             for name, (path, body, content_type) in asks.items():
                 for c in concurrencies:
-                    ratios, ours, peers = [], [], []
+                    ratios, ours, peers, cpu_ratios, our_cpu, peer_cpu = [], [], [], [], [], []
                     for _ in range(repeats):
-                        a = load(mine, path, body, content_type, c, duration, load_cpu)
-                        b = load(theirs, path, body, content_type, c, duration, load_cpu)
+                        a = measured(mine, path, body, content_type, c, duration, load_cpu)
+                        b = measured(theirs, path, body, content_type, c, duration, load_cpu)
                         if a["errors"] or b["errors"]:
                             raise RuntimeError(f"{name}: errors {a.get('error_sample') or b.get('error_sample')}")
                         ours.append(a["rps"])
                         peers.append(b["rps"])
                         ratios.append(a["rps"] / b["rps"] if b["rps"] else 0.0)
+                        if a.get("cpu_us") and b.get("cpu_us"):
+                            our_cpu.append(a["cpu_us"])
+                            peer_cpu.append(b["cpu_us"])
+                            cpu_ratios.append(b["cpu_us"] / a["cpu_us"])
                     ratio = statistics.median(ratios)
+                    load_avg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
                     rows.append(
                         {
                             "what": f"{name} requests/s vs aimock {version}",
@@ -232,6 +272,11 @@ def peer_rows(duration: float, repeats: int, concurrencies: list[int]) -> list[d
                             "aimock": statistics.median(peers),
                             "ratio": ratio,
                             "met": ratio >= TARGET_RATIO,
+                            # aimock's CPU per request over mockllm's: above 1, mockllm does the same work for less
+                            "mockllm_cpu_us": statistics.median(our_cpu) if our_cpu else None,
+                            "aimock_cpu_us": statistics.median(peer_cpu) if peer_cpu else None,
+                            "cpu_ratio": statistics.median(cpu_ratios) if cpu_ratios else None,
+                            "load_average": load_avg,
                         }
                     )
     return rows
@@ -310,9 +355,14 @@ def main(argv: list[str] | None = None) -> int:
             out["peer"] = peer_rows(args.duration, args.repeats, [int(c) for c in args.concurrency.split(",")])
         except Exception as exc:  # aimock missing, or a server that would not start: say so, do not crash
             out["peer_skipped"] = f"{type(exc).__name__}: {exc}"
-        print("| what | setting | mockllm | aimock | ratio |\n| --- | --- | --- | --- | --- |")
+        print("| what | setting | mockllm | aimock | ratio | CPU per request (mockllm, aimock) | CPU ratio |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
         for r in out.get("peer", []):
             figures = f"{r['mockllm']:,.0f} req/s | {r['aimock']:,.0f} req/s | {r['ratio']:.2f}x"
+            if r["cpu_ratio"] is not None:
+                figures += f" | {r['mockllm_cpu_us']:.0f} µs, {r['aimock_cpu_us']:.0f} µs | {r['cpu_ratio']:.2f}x"
+            else:
+                figures += " | — | —"
             print(f"| {r['what']} | {r['setting']} | {figures} |")
         if "peer_skipped" in out:
             print(f"| peer comparison | — | skipped: {out['peer_skipped']} | | |")
