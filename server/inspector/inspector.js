@@ -351,11 +351,12 @@ async function pollJournal() {
   }
   for (const row of data.rows) {
     const at = state.rows.findIndex((r) => r.id === row.id);
-    if (at >= 0 && JSON.stringify(state.rows[at]) !== JSON.stringify(row)) {
+    const differs = at < 0 || JSON.stringify(state.rows[at]) !== JSON.stringify(row);
+    if (at >= 0 && differs) {
       state.rows[at] = row;
       changed = true;
     }
-    if (row.id === state.selected) showEntry(row.id, true).catch(report); // a late change shows in the detail too
+    if (row.id === state.selected && differs) showEntry(row.id, true).catch(report); // a late change shows in the detail too
   }
   const shown = new Set(state.rows.map((r) => r.id));
   const added = data.entries.filter((r) => !shown.has(r.id));

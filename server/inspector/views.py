@@ -6,9 +6,8 @@ conversations by offset. The live feed (:meth:`Views.feed`) is what the page pol
 since the newest it lists, and the rows it shows whose answer had not ended (a stream still going, a
 client that may still go away) as they are now -- looked up by id, so a change to any row on show
 reaches the page, whatever its page, at the cost of the rows on show, never of the journal's size.
-The library view lists scenarios and steps; a step's source and a
-scenario's machine picture (the same :func:`~mockllm.dsl.machines.graph.diagram` ``mockllm graph``
-draws) come one at a time."""
+The library view lists scenarios and steps; a step's source and a scenario's machine picture (the
+same :func:`~mockllm.dsl.machines.graph.diagram` ``mockllm graph`` draws) come one at a time."""
 
 from __future__ import annotations
 
