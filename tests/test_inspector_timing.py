@@ -21,7 +21,7 @@ from conftest import compile_text
 
 from mockllm.runtime.clock import FakeClock
 from mockllm.runtime.engine.engine import Engine
-from mockllm.runtime.engine.journal import REPLY_CHARS
+from mockllm.runtime.engine.journal import REPLY_CHARS, JournalEntry
 from mockllm.server.background import BackgroundServer
 from mockllm.server.options import ServerOptions
 
@@ -158,6 +158,14 @@ def test_each_request_says_when_it_arrived_its_first_byte_went_and_it_ended(redi
         ]
         detail = httpx.get(url + API + f"entry?id={slow['id']}").json()
         assert detail["first_byte_ms"] == 2000.0 and "Finally." in detail["reply"]
+        # and the Python API's entries (server.requests()) read them back
+        again = JournalEntry.from_json(stream)
+        assert (again.arrived, again.first_byte_ms, again.duration_ms, again.operation) == (
+            start + 2.0,
+            1000.0,
+            1750.0,
+            "chat",
+        )
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["memory", "redis"])
