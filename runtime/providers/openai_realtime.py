@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mockllm.errors import MockllmError
+from mockllm.runtime.jsonout import compact_encoder
 from mockllm.runtime.providers.common import error_type_for
 from mockllm.runtime.providers.openai_chat import ERROR_CODES, ERROR_TYPES
 from mockllm.runtime.realtime import beats as b
@@ -64,8 +65,7 @@ class EventError(MockllmError):
         self.param = param
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+_dumps = compact_encoder()  # json.dumps(obj, ensure_ascii=False, separators=(",", ":")), its C encoder reused
 
 
 def is_beta(headers: Mapping[str, str]) -> bool:

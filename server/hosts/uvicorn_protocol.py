@@ -5,11 +5,12 @@ instead of one per response.
 **Joined writes.** Uvicorn writes a response's status line and headers to the socket as soon as the app sends
 ``http.response.start``, and the body in a second write: two system calls per response, and on
 loopback two wake-ups of the client, where one would do. The transport given to Uvicorn's protocol
-here holds a write until the next one or the end of the event loop's turn, whichever comes first:
-a head followed at once by its body goes out in one write; a stream's head, or a chunk sent after a
-pause, goes out at the end of the turn it was written in, as before; when the client half-closes,
-what is held goes out before the loop closes the connection. Nothing else changes: every other call
-is the transport's own.
+here holds what is written until the end of the event loop's turn (or until 64 KB are held): a head
+followed at once by its body goes out in one write, and so do the frames a WebSocket session sends
+in one turn (a realtime response's events, about 30 of them, one write instead of one each); a
+stream's head, or a chunk sent after a pause, goes out at the end of the turn it was written in, as
+before; when the client half-closes, what is held goes out before the loop closes the connection.
+Nothing else changes: every other call is the transport's own.
 
 **A lean request cycle.** :class:`~mockllm.server.hosts.uvicorn_cycle.LeanCycle` replaces Uvicorn's
 ``RequestResponseCycle`` and the protocol methods that make and feed it
@@ -37,28 +38,37 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 
 from mockllm.server.hosts.uvicorn_cycle import LeanRequests
 
+#: what :class:`JoinedWrites` holds at most before it writes at once
+HOLD_BYTES = 64 * 1024
+
 
 class JoinedWrites:
-    """A transport whose writes made in one turn of the event loop go out as one."""
+    """A transport whose writes made in one turn of the event loop go out as one (up to
+    :data:`HOLD_BYTES`: past that, what is held goes out at once, so the transport's flow control
+    sees a large or endless stream as it is written)."""
 
-    __slots__ = ("_held", "_loop", "_transport")
+    __slots__ = ("_held", "_held_bytes", "_loop", "_transport")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
-        self._held: bytes | None = None
+        self._held: list[bytes] | None = None
+        self._held_bytes = 0
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        chunk = data if type(data) is bytes else bytes(data)  # (before anything held is let go)
         held = self._held
         if held is None:
-            if not data:
-                return
-            self._held = bytes(data)
+            self._held = [chunk]
+            self._held_bytes = len(chunk)
             self._loop.call_soon(self._flush)
             return
-        joined = held + bytes(data)  # (before the held head is let go: a bad body must not lose it)
-        self._held = None
-        self._transport.write(joined)
+        held.append(chunk)  # a response's head and body, a WebSocket session's frames of one turn
+        self._held_bytes += len(chunk)
+        if self._held_bytes > HOLD_BYTES:
+            self._flush()
 
     def writelines(self, lines: Any) -> None:
         self.write(b"".join(lines))
@@ -72,7 +82,7 @@ class JoinedWrites:
         if held is not None:
             self._held = None
             if not self._transport.is_closing():
-                self._transport.write(held)
+                self._transport.write(held[0] if len(held) == 1 else b"".join(held))
 
     def close(self) -> None:
         self._flush()
@@ -86,7 +96,7 @@ class JoinedWrites:
         return self._transport.is_closing()
 
     def get_write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() + len(self._held or b"")
+        return self._transport.get_write_buffer_size() + (self._held_bytes if self._held is not None else 0)
 
     def __getattr__(self, name: str) -> Any:  # everything else: the transport's
         return getattr(self._transport, name)

@@ -157,8 +157,12 @@ class Driver:
         session.responses += 1
         chat = session.request(ask)
         state.note_model(chat.model)
+        store = state.store
         try:
-            outcome = await asyncio.shield(state.store.handle(chat))  # decided and journalled even if cancelled
+            if store.shared:
+                outcome = await asyncio.shield(store.handle(chat))  # decided and journalled even if cancelled
+            else:  # in memory: the engine is called directly, as for chat requests (nothing to cancel)
+                outcome = state.engine.handle(chat)
         except StateUnavailable as exc:
             self.active = None
             await self.put(self.protocol.failed(session, 503, str(exc), "service_unavailable"))
