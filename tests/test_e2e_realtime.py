@@ -235,9 +235,8 @@ def test_audio_in_is_appended_committed_transcribed_and_answered(echo: Backgroun
     async def go() -> tuple[list[Any], list[Any]]:
         async with client(echo).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
             await conn.recv()
-            await conn.session.update(
-                session={"type": "realtime", "audio": {"input": {"transcription": {"model": "whisper-1"}}}}
-            )
+            audio = {"input": {"transcription": {"model": "whisper-1"}, "turn_detection": None}}
+            await conn.session.update(session={"type": "realtime", "audio": audio})
             await conn.recv()
             for at in range(0, len(pcm), 9600):
                 await conn.input_audio_buffer.append(audio=base64.b64encode(pcm[at : at + 9600]).decode())
@@ -723,3 +722,100 @@ def test_an_upgrade_without_credentials_is_refused_with_the_apis_401(echo: Backg
     response = run(go)
     assert response.status_code == 401
     assert json.loads(response.body)["error"]["code"] == "invalid_api_key"
+
+
+def test_a_stopping_server_closes_open_sessions_with_going_away() -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    server = BackgroundServer(None, options=ServerOptions(shutdown_grace_s=0.2)).start()
+
+    async def go() -> Any:
+        conn = await connect(ws_url(server), additional_headers={"Authorization": "Bearer test"})
+        await conn.recv()
+        stopping = asyncio.get_running_loop().run_in_executor(None, server.stop)
+        try:
+            while True:
+                await conn.recv()
+        except ConnectionClosed as exc:
+            await stopping
+            return exc.rcvd
+
+    closed = run(go)
+    assert closed is not None and (closed.code, closed.reason) == (1001, "mockllm: the server is stopping")
+
+
+def test_server_vad_hears_a_whole_utterance_of_mockllm_speech_and_answers_by_itself(echo: BackgroundServer) -> None:
+    """Under the default turn detection (server_vad, create_response), speech mockllm made is detected once
+    all of it is in the buffer, after any leading silence: speech_started, speech_stopped, the commit,
+    and the response, with no commit or response.create from the client. Other audio is never detected."""
+    silence = bytes(24000)  # half a second
+    voice = speak("is anybody there", "pcm")
+
+    async def go() -> tuple[list[Any], list[Any]]:
+        async with client(echo).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.recv()
+            await conn.recv()
+            noise = bytes(range(256)) * 400  # not mockllm's: never detected, never answered
+            await conn.input_audio_buffer.append(audio=base64.b64encode(noise).decode())
+            await conn.input_audio_buffer.clear()
+            cleared = [await conn.recv()]
+            audio = silence + voice + silence
+            for at in range(0, len(audio), 4800):
+                await conn.input_audio_buffer.append(audio=base64.b64encode(audio[at : at + 4800]).decode())
+            return cleared, await until(conn)
+
+    cleared, events = run(go)
+    assert [e.type for e in cleared] == ["input_audio_buffer.cleared"]
+    kinds = [e.type for e in events]
+    assert kinds[:6] == [
+        "input_audio_buffer.speech_started",
+        "input_audio_buffer.speech_stopped",
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.done",
+        "response.created",
+    ]
+    started, stopped = events[0], events[1]
+    assert started.audio_start_ms == 500 and stopped.audio_end_ms == 500 + len(voice) // 48
+    assert started.item_id == stopped.item_id == events[2].item_id
+    assert [e.text for e in events if e.type == "response.output_text.done"] == ["is anybody there"]
+
+
+def test_the_agents_sdk_realtime_agent_listens_and_speaks(server: BackgroundServer) -> None:
+    """The agent's default session: audio in (detected by the server's turn detection), its tool called,
+    and the scripted answer spoken back as audio that carries its words."""
+    from agents import function_tool
+    from agents.realtime import RealtimeAgent, RealtimeRunner
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    headers = {"Authorization": "Bearer test", **conversation()}
+
+    async def go() -> tuple[bytes, list[Any]]:
+        agent = RealtimeAgent(name="Assistant", instructions="Be brief.", tools=[get_weather])
+        session = await RealtimeRunner(agent).run(model_config={"url": ws_url(server), "headers": headers})
+        audio = b""
+        history: list[Any] = []
+        async with session:
+            await session.send_audio(speak("what is the weather like?", "pcm"))
+            async for event in session:
+                if event.type == "error":
+                    raise AssertionError(f"the agent saw an error: {event}")
+                if event.type == "audio":
+                    audio += event.audio.data
+                if event.type == "history_updated":
+                    history = list(event.history)
+                if event.type == "audio_end" and any(item.type == "function_call" for item in history):
+                    return audio, history
+        raise AssertionError("the session ended early")
+
+    audio, history = run(go)
+    assert history[0].content[0].transcript == "what is the weather like?"
+    assert inband.read(audio) == "It is sunny in Paris today."
+    steps = [e["matched"]["step"] for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+    assert steps == ["asks", "answers"]

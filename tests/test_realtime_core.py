@@ -52,6 +52,7 @@ def test_an_out_of_band_response_reads_only_its_own_input() -> None:
 
 def test_audio_mockllm_made_is_heard_as_its_text_and_other_audio_as_its_length() -> None:
     assert heard(speak("book a table", "pcm")) == "book a table"
+    assert heard(bytes(4800) + speak("after a pause", "pcm")) == "after a pause"
     assert heard(bytes(PCM_RATE * 2)) == "[1.0 seconds of audio]"
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from mockllm.errors import MockllmError
 from mockllm.runtime.jsonout import compact_encoder
+from mockllm.runtime.media import audio as sound
+from mockllm.runtime.media import inband
 from mockllm.runtime.providers.common import error_type_for
 from mockllm.runtime.providers.openai_chat import ERROR_CODES, ERROR_TYPES
 from mockllm.runtime.realtime import beats as b
@@ -433,7 +435,50 @@ class OpenAIRealtime:
                 "audio",
             )
         session.audio += pcm
-        return []
+        detection = session.wire["session"]["audio"]["input"].get("turn_detection")
+        if not isinstance(detection, dict) or detection.get("type") not in ("server_vad", "semantic_vad"):
+            return []
+        return self._listen(session, active, detection)
+
+    def _listen(self, session: Session, active: str | None, detection: dict[str, Any]) -> list[Action]:
+        """Turn detection, for speech mockllm made: once a whole utterance (its carried words, as long as
+        speech of them lasts) is in the buffer, the events the server's VAD sends, the commit, and the
+        response (``create_response``). Other audio is never detected: commit it yourself."""
+        heard_at = session.wire.get("speech")
+        buffer = session.audio
+        if heard_at == "other":  # audio mockllm did not make: not detected
+            return []
+        if heard_at is None:  # where speech starts (after any digital silence), and what it says
+            quiet = session.wire.get("quiet", 0)  # leading zero bytes already seen (each byte is looked at once)
+            start = len(buffer) - len(buffer[quiet:].lstrip(b"\x00"))
+            session.wire["quiet"] = start
+            start -= start % 2
+            if start >= len(buffer):
+                return []
+            text = inband.read(bytes(buffer[start : start + inband.MAX_SAMPLE_BYTES]))
+            if text is None:
+                if len(buffer) - start >= inband.MAX_SAMPLE_BYTES:
+                    session.wire["speech"] = "other"
+                return []
+            length = max(round(sound.seconds_for(text) * sound.PCM_RATE) * 2, inband.sample_count(text) * 2)
+            heard_at = session.wire["speech"] = (start, start + length, session.next_id("item_"))
+            started = self.event(
+                session, "input_audio_buffer.speech_started", audio_start_ms=start // 48, item_id=heard_at[2]
+            )
+            frames: list[str] = [started]
+        else:
+            frames = []
+        start, end, item_id = heard_at
+        if len(buffer) < end:
+            return [Send(tuple(frames))] if frames else []
+        session.wire.pop("speech", None)
+        session.wire.pop("quiet", None)
+        frames.append(self.event(session, "input_audio_buffer.speech_stopped", audio_end_ms=end // 48, item_id=item_id))
+        frames += self._committed(session, end, item_id)
+        actions: list[Action] = [Send(tuple(frames))]
+        if detection.get("create_response", True) and active is None:
+            actions.append(Respond(Ask({"type": "response.create", "turn_detection": detection.get("type")})))
+        return actions
 
     def _commit(self, event: dict[str, Any], session: Session, active: str | None) -> list[Action]:
         size = len(session.audio)
@@ -444,9 +489,15 @@ class OpenAIRealtime:
                 f"but buffer only has {ms:.2f}ms of audio.",
                 "input_audio_buffer_commit_empty",
             )
-        pcm = bytes(session.audio)
-        session.audio.clear()
-        item = Item(session.next_id("item_"), "message", role="user", text=heard(pcm), audio_bytes=size)
+        session.wire.pop("speech", None)
+        session.wire.pop("quiet", None)
+        return [Send(tuple(self._committed(session, size, session.next_id("item_"))))]
+
+    def _committed(self, session: Session, size: int, item_id: str) -> list[str]:
+        """The first ``size`` bytes of the buffer committed as user item ``item_id``: its events."""
+        pcm = bytes(session.audio[:size])
+        del session.audio[:size]
+        item = Item(item_id, "message", role="user", text=heard(pcm), audio_bytes=size)
         previous = session.items[-1].id if session.items else None
         session.add(item)
         transcription = session.wire["session"]["audio"]["input"].get("transcription")
@@ -469,10 +520,12 @@ class OpenAIRealtime:
                     **common,
                 )
             )
-        return [Send(tuple(f for f in frames if f))]
+        return [f for f in frames if f]
 
     def _clear(self, event: dict[str, Any], session: Session, active: str | None) -> list[Action]:
         session.audio.clear()
+        session.wire.pop("speech", None)
+        session.wire.pop("quiet", None)
         return [Send((self.event(session, "input_audio_buffer.cleared"),))]
 
     def _output_clear(self, event: dict[str, Any], session: Session, active: str | None) -> list[Action]:

@@ -28,8 +28,11 @@ MAX_BUFFER_BYTES = 32 * 1024 * 1024
 
 
 def heard(pcm: bytes, rate: int = PCM_RATE) -> str:
-    """What s16le mono ``pcm`` says: the text mockllm-made audio carries, else a placeholder with its length."""
-    carried = inband.read(pcm[: inband.MAX_SAMPLE_BYTES])
+    """What s16le mono ``pcm`` says: the text mockllm-made audio carries (after any leading digital
+    silence), else a placeholder with its length."""
+    start = len(pcm) - len(pcm.lstrip(b"\x00"))
+    start -= start % 2
+    carried = inband.read(pcm[start : start + inband.MAX_SAMPLE_BYTES])
     return carried if carried is not None else placeholder(len(pcm) / 2 / rate)
 
 
