@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import websockets
 from google import genai
 from google.genai import errors, types
+from test_tls import TRUST, serving
 
 import mockllm
 from mockllm.api import MockServer
+from mockllm.server.runner import server_missing
 
 MODEL = "gemini-live-2.5-flash-preview"
 LIBRARY = """\
@@ -61,6 +65,13 @@ scenario "Faults":
         always
         reply:
             error 429 "Resource has been exhausted (e.g. check quota)."
+    step ramble:
+        when:
+            last user message contains "tell me everything"
+        always
+        reply:
+            text "LONG"
+            stream by word, 20ms apart
     step cut:
         when:
             last user message contains "cut me off"
@@ -69,7 +80,7 @@ scenario "Faults":
             text "one two three four"
             stream by word
             disconnect after 2 chunks
-"""
+""".replace("LONG", "and " * 300)
 WEATHER_TOOL = types.Tool(
     function_declarations=[
         types.FunctionDeclaration(
@@ -224,6 +235,30 @@ def test_disconnect_closes_the_socket_mid_turn(live: MockServer) -> None:
     assert entry.step == "cut"
 
 
+def test_speaking_over_the_model_interrupts_its_turn(live: MockServer) -> None:
+    async def go() -> list[types.LiveServerMessage]:
+        got: list[types.LiveServerMessage] = []
+        async with client(live).aio.live.connect(model=MODEL, config=text_config()) as session:
+            await session.send_client_content(
+                turns=types.Content(role="user", parts=[types.Part(text="tell me everything")])
+            )
+            async for message in session.receive():
+                if not got:  # the model is speaking: the user speaks over it
+                    await session.send_realtime_input(activity_start=types.ActivityStart())
+                    await session.send_realtime_input(text="are you there")
+                got.append(message)
+        return got
+
+    messages = run(go())
+    marks = [i for i, m in enumerate(messages) if m.server_content and m.server_content.interrupted]
+    assert len(marks) == 1
+    assert 0 < marks[0] < 300  # the long turn stopped early
+    assert "".join(m.text or "" for m in messages[marks[0] :]) == "are you there"
+    journal = live.requests()
+    assert [e.step for e in journal] == ["ramble", None]
+    assert journal[0].conversation == journal[1].conversation
+
+
 def test_two_sessions_at_once_keep_their_own_state(live: MockServer) -> None:
     async def one(conversation: str, turns: int) -> list[str]:
         answers = []
@@ -252,6 +287,25 @@ def test_credentials_are_checked_on_the_upgrade(server: MockServer) -> None:
     with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
         run(go())
     assert refused.value.response.status_code == 403
+
+
+@pytest.mark.parametrize("host", ["hypercorn", "uvicorn", "granian"])
+def test_every_host_serves_live_over_tls(tmp_path: Path, host: str) -> None:
+    if server_missing(host):
+        pytest.skip(f"{host} is not installed here (its extra)")
+
+    async def go(url: str, ca: str) -> str:
+        trusted = ssl.create_default_context(cafile=ca)
+        options = types.HttpOptions(base_url=url, async_client_args={"ssl": trusted})
+        live_client = genai.Client(api_key="k", http_options=options)
+        async with live_client.aio.live.connect(model=MODEL, config=text_config()) as session:
+            return "".join(m.text or "" for m in await say(session, f"hello from {host}"))
+
+    with serving("--tls", "--server", host, cache=tmp_path) as (url, said):
+        ca = TRUST.search(said)
+        assert ca is not None
+        answer = run(go(url, ca.group(1)))
+    assert answer == f"hello from {host}"
 
 
 # ---- a raw client: what the SDK never sends ------------------------------------------------------------
