@@ -480,7 +480,7 @@ class Journal:
             entry = self._entries.get(entry_id)
             if entry is not None and entry.delivery is None:
                 if delivery.ended_s is None and now is not None:
-                    delivery = attrs.evolve(delivery, arrived=entry.time, ended_s=max(0.0, now - entry.time))
+                    delivery = delivery.timed(entry.time, delivery.first_byte_s, max(0.0, now - entry.time))
                 entry.delivery = delivery
                 if delivery.reply:
                     self._cost[entry_id] += len(delivery.reply)
