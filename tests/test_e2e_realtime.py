@@ -71,6 +71,19 @@ scenario "Faults":
             text "alpha beta gamma"
             latency 250ms
             stream by word, 10ms apart
+    step broken:
+        when:
+            last user message contains "break midway"
+        always
+        reply:
+            text "one two three four"
+            stream error "The model crashed." after 2 chunks
+    step stuck:
+        when:
+            last user message contains "never answer"
+        always
+        reply:
+            hang
     step endless:
         when:
             last user message contains "talk forever"
@@ -819,3 +832,107 @@ def test_the_agents_sdk_realtime_agent_listens_and_speaks(server: BackgroundServ
     assert inband.read(audio) == "It is sunny in Paris today."
     steps = [e["matched"]["step"] for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
     assert steps == ["asks", "answers"]
+
+
+def test_a_mid_response_error_is_an_error_event_then_a_failed_response(server: BackgroundServer) -> None:
+    async def go() -> list[Any]:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.conversation.item.create(item=say("break midway"))
+            await conn.response.create()
+            return await until(conn)
+
+    events = run(go)
+    kinds = [e.type for e in events]
+    assert [e.delta for e in events if e.type == "response.output_text.delta"] == ["one", " two"]
+    error = events[kinds.index("error")].error
+    assert (error.type, error.message) == ("server_error", "The model crashed.")
+    done = events[kinds.index("response.done")].response
+    assert done.status == "failed" and done.status_details.error.message == "The model crashed."
+    assert kinds.index("error") < kinds.index("response.output_item.done") < kinds.index("response.done")
+
+
+def test_a_hung_response_ends_when_the_client_cancels_it(server: BackgroundServer) -> None:
+    headers = conversation()
+
+    async def go() -> list[Any]:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=headers) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.conversation.item.create(item=say("never answer"))
+            await conn.response.create()
+            events = await until(conn, "response.created")
+            await conn.response.cancel()
+            return events + await until(conn)
+
+    events = run(go)
+    done = next(e for e in events if e.type == "response.done").response
+    assert done.status == "cancelled" and done.output == []
+    (entry,) = [e for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+    assert entry["note"] == "cancelled by the client"
+
+
+def test_items_are_placed_retrieved_truncated_and_deleted_and_a_response_can_be_out_of_band(
+    echo: BackgroundServer,
+) -> None:
+    async def go() -> list[dict[str, Any]]:
+        conn = await raw(echo)
+        out = []
+        try:
+            for event in (
+                {"type": "conversation.item.create", "item": {**say("first"), "id": "item_a"}},
+                {"type": "conversation.item.create", "item": {**say("last"), "id": "item_c"}},
+                {
+                    "type": "conversation.item.create",
+                    "item": {**say("middle"), "id": "item_b"},
+                    "previous_item_id": "item_a",
+                },
+                {"type": "conversation.item.retrieve", "item_id": "item_b"},
+                {"type": "conversation.item.truncate", "item_id": "item_b", "content_index": 0, "audio_end_ms": 10},
+                {"type": "conversation.item.delete", "item_id": "item_c"},
+                {"type": "conversation.item.create", "item": {**say("again"), "id": "item_a"}},
+            ):
+                await conn.send(json.dumps(event))
+            for _ in range(10):
+                out.append(await next_event(conn))
+            aside = {"conversation": "none", "output_modalities": ["text"], "input": [say("just this")]}
+            await conn.send(json.dumps({"type": "response.create", "response": aside}))
+            while not out or out[-1]["type"] != "response.done":
+                out.append(await next_event(conn))
+            return out
+        finally:
+            await conn.close()
+
+    events = run(go)
+    added = [e for e in events if e["type"] == "conversation.item.added"]
+    assert [(e["item"]["id"], e["previous_item_id"]) for e in added[:3]] == [
+        ("item_a", None),
+        ("item_c", "item_a"),
+        ("item_b", "item_a"),
+    ]
+    retrieved = next(e for e in events if e["type"] == "conversation.item.retrieved")
+    assert retrieved["item"]["content"] == [{"type": "input_text", "text": "middle"}]
+    truncated = next(e for e in events if e["type"] == "conversation.item.truncated")
+    assert (truncated["item_id"], truncated["audio_end_ms"]) == ("item_b", 10)
+    assert next(e for e in events if e["type"] == "conversation.item.deleted")["item_id"] == "item_c"
+    duplicate = next(e for e in events if e["type"] == "error")
+    assert duplicate["error"]["code"] == "item_already_exists"
+    done = events[-1]["response"]
+    assert done["conversation_id"] is None and done["output"][0]["content"][0]["text"] == "just this"
+    assert not [e for e in events[-8:] if e["type"] == "conversation.item.added" and e["item"]["role"] != "assistant"]
+
+
+def test_a_session_over_a_shared_redis_state(redis_url: str) -> None:
+    library = compile_text('scenario "Shared":\n    step hi:\n        reply:\n            text "Stored in Redis."\n')
+    with BackgroundServer(library, options=ServerOptions(state=redis_url)) as shared:
+
+        async def go() -> list[Any]:
+            async with client(shared).realtime.connect(model="gpt-realtime", extra_headers=conversation()) as conn:
+                await conn.session.update(session=TEXT)
+                await conn.conversation.item.create(item=say("hello"))
+                await conn.response.create()
+                return await until(conn)
+
+        events = run(go)
+        entries = journal(shared)
+    assert [e.text for e in events if e.type == "response.output_text.done"] == ["Stored in Redis."]
+    assert [(e["matched"]["step"], e["status"]) for e in entries] == [("hi", 200)]

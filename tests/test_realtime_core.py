@@ -124,6 +124,6 @@ def test_faults_stand_where_the_script_puts_them() -> None:
         b.Failed(429, "Slow down.", None),
     )
     assert b.plan_response(RawPlan("m", body={"x": 1}, has_body=True), "text").beats == (b.Raw({"x": 1}),)
-    assert b.plan_response(HangPlan("m"), "text").beats == (b.Hang(),)
+    assert b.plan_response(HangPlan("m"), "text").beats == (b.Begin(), b.Hang())
     assert b.plan_response(None, "text", "no step matched").beats == (b.Failed(404, "no step matched", "no_match"),)
     assert b.plan_response(plan(finish="length"), "text").beats[-1].status == "incomplete"  # type: ignore[union-attr]

@@ -10,10 +10,11 @@ The beats of a planned answer (``*``: zero or more; ``?``: at most one)::
     Done                                          -- status and usage
 
 A scripted ``error`` is ``Wait? Failed`` (no response at all: the protocol's error event), a
-``status``/``body`` reply ``Wait? Raw``, ``hang`` is ``Hang``. Mid-response faults stand where the
-script puts them, counted in content beats (deltas): ``Cut`` (``disconnect``: the socket closes there)
-or ``StreamError`` followed by a failed ``Done``. The driver waits :attr:`Response.spacing_s` before
-every content beat but the first, and sends the frames the protocol's renderer makes of each beat."""
+``status``/``body`` reply ``Wait? Raw``, ``hang`` is ``Begin Hang`` (a response that never goes on).
+Mid-response faults stand where the script puts them, counted in content beats (deltas): ``Cut``
+(``disconnect``: the socket closes there) or ``StreamError`` followed by a failed ``Done``. The driver
+waits :attr:`Response.spacing_s` before every content beat but the first, and sends the frames the
+protocol's renderer makes of each beat."""
 
 from __future__ import annotations
 
@@ -198,7 +199,7 @@ def plan_response(plan: Plan | None, output: Output, no_match: str = "") -> Resp
     if plan is None:
         return Response((Failed(404, no_match or "mockllm: no step matched", "no_match"),))
     if isinstance(plan, HangPlan):
-        return Response((Hang(),))
+        return Response((Begin(), Hang()))
     if isinstance(plan, ErrorPlan):
         lead: tuple[Beat, ...] = (Wait(plan.latency_s),) if plan.latency_s > 0 else ()
         return Response((*lead, Failed(plan.status, plan.message, plan.code)))

@@ -204,6 +204,8 @@ class Driver:
                 if t is b.Hang:
                     status, note = await self._hang()
                     await self.put(self.protocol.failed(session, status, f"mockllm: {note}"))
+                    if not self.closed:  # (a protocol whose errors close the session has ended it)
+                        await self.put(renderer.cancelled(b.Done("failed", "error", error=f"mockllm: {note}")))
                     break
                 if isinstance(beat, b.CONTENT):
                     if sent and response.spacing_s > 0:
