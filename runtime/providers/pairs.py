@@ -10,6 +10,7 @@ because every pair produces the same provider-neutral request (``operation`` set
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -123,6 +124,7 @@ def route_for_path(path: str, headers: Mapping[str, str] | None = None) -> str |
     return None
 
 
+@functools.cache  # (asked on every request of an input route: the answer never changes)
 def route_functions(route: str) -> tuple[Parse, Render]:
     """The parse/render pair of an input route (``"openai.embeddings"``, ``"gemini.batchEmbedContents"`` …):
     the ``ROUTES`` of the module the provider's registry entry names in ``pairs``."""
