@@ -162,3 +162,11 @@ def test_an_upload_that_is_no_picture_gets_400(server: BackgroundServer) -> None
     with pytest.raises(openai.BadRequestError) as caught:
         oa(server.url).images.edit(image=("x.png", b"not a picture", "image/png"), prompt="x")
     assert caught.value.code == "invalid_image_file"
+
+
+def test_a_prompt_beyond_ascii_comes_back_as_valid_json(server: BackgroundServer) -> None:
+    """dall-e-3's `revised_prompt` repeats the prompt: non-ASCII characters arrive as themselves."""
+    prompt = "un café ☕ à Paris"
+    out = oa(server.url).images.generate(model="dall-e-3", prompt=prompt, response_format="b64_json", size="1024x1024")
+    assert out.data is not None and out.data[0].revised_prompt == prompt
+    assert _picture(base64.b64decode(out.data[0].b64_json or "")).size == (1024, 1024)

@@ -35,6 +35,7 @@ from mockllm.runtime.providers.common import (
     require_str,
     sse_frame,
     stream_response,
+    utf8_json,
     wrong_type,
 )
 from mockllm.runtime.providers.multipart import Form, UploadedFile, parse_form
@@ -269,15 +270,18 @@ def render_images(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> R
     payload: dict[str, Any] = {"created": ctx.created, "data": data}
     if gpt:
         payload.update(echo, usage=_usage(plan, len(shown)))
-    pieces = json_text(payload).split(json_text(_B64))
-    b64 = [f'"{_base64(p.data)}"' for p in shown] if len(pieces) > 1 else []
-    text = pieces[0] + "".join(b + rest for b, rest in zip(b64, pieces[1:], strict=True))
-    return Rendered(200, JSON_MEDIA, headers=headers, body=text.encode("ascii", "backslashreplace"))
+    pieces = [utf8_json(p) for p in json_text(payload).split(json_text(_B64))]  # (a prompt's é as UTF-8)
+    parts = [pieces[0]]
+    if len(pieces) > 1:
+        for picture, rest in zip(shown, pieces[1:], strict=True):
+            parts += (_quoted_base64(picture.data), rest)
+    return Rendered(200, JSON_MEDIA, headers=headers, body=b"".join(parts))  # (the pictures copied once)
 
 
 @functools.lru_cache(maxsize=64)  # a drawn picture is the same bytes object while images.draw keeps it
-def _base64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+def _quoted_base64(data: bytes) -> bytes:
+    """A picture's base64 as a JSON string, ready to splice into the body."""
+    return b'"' + base64.b64encode(data) + b'"'
 
 
 _B64 = "\x00mockllm-b64\x00"  # a marker no field of the payload holds (the client's prompt aside: NULs)
