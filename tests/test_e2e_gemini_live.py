@@ -235,6 +235,43 @@ def test_disconnect_closes_the_socket_mid_turn(live: MockServer) -> None:
     assert entry.step == "cut"
 
 
+def test_a_turn_no_step_matches_closes_with_the_reports_first_line(server: MockServer) -> None:
+    script = 'scenario "Only":\n    step greet:\n        when:\n            last user message contains "hi"\n'
+    script += '        reply:\n            text "hello"\n'
+
+    async def go(strict: MockServer) -> None:
+        async with client(strict).aio.live.connect(model=MODEL, config=text_config()) as session:
+            await say(session, "an unknown question")
+
+    with mockllm.serve(script, tls=True) as strict:  # no fallback here
+        with pytest.raises(errors.APIError) as raised:
+            run(go(strict))
+        verification = strict.verify()
+    assert raised.value.code == 1007
+    assert "mockllm: no step matched" in str(raised.value)
+    [unmatched] = verification.unmatched
+    assert "an unknown question" in str(unmatched)
+
+
+def test_the_journal_keeps_what_audio_said_not_its_bytes(live: MockServer) -> None:
+    async def go() -> None:
+        config = types.LiveConnectConfig(response_modalities=[types.Modality.AUDIO])
+        async with client(live).aio.live.connect(model=MODEL, config=config) as session:
+            spoken = b"".join(m.data or b"" for m in await say(session, "count to three"))
+            turn = types.Content(
+                role="user", parts=[types.Part(inline_data=types.Blob(data=spoken, mime_type="audio/pcm;rate=24000"))]
+            )
+            await session.send_client_content(turns=turn)
+            [m async for m in session.receive()]
+
+    run(go())
+    entries = live.requests()
+    assert [e.step for e in entries] == ["first", None]
+    body = json.dumps(live._get("/requests")[1]["body"])
+    assert "bytes>" in body and len(body) < 4000  # the audio named by its size, not kept
+    assert '"text": "one"' in body  # what it said, as the turn's items show it
+
+
 def test_speaking_over_the_model_interrupts_its_turn(live: MockServer) -> None:
     async def go() -> list[types.LiveServerMessage]:
         got: list[types.LiveServerMessage] = []

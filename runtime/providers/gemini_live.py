@@ -46,6 +46,8 @@ INVALID, REFUSED, INTERNAL = 1007, 1008, 1011
 #: the longest close reason WebSocket allows, in bytes
 MAX_REASON = 123
 _RATE = re.compile(r"rate=(\d+)")
+#: base64 longer than this is not kept in the journal's copy of a message
+MAX_KEPT_DATA = 64
 
 
 class LiveError(MockllmError):
@@ -306,7 +308,7 @@ class GeminiLive:
 
     def _respond(self, active: str | None, message: Any) -> list[Action]:
         """A turn: the running one (if any) is interrupted first, as the service does when the user speaks."""
-        ask = Ask(event=message)
+        ask = Ask(event=journaled(message))
         return [Cancel(), Respond(ask)] if active is not None else [Respond(ask)]
 
     def renderer(self, session: Session, ask: Ask, response_id: str) -> _Renderer:
@@ -410,6 +412,20 @@ class _Renderer:
     def cancelled(self, done: b.Done) -> Sequence[Out]:
         self._keep("".join(self.text))
         return [self._content(interrupted=True)]
+
+
+def journaled(value: Any) -> Any:
+    """A client message as the journal keeps it: inline bytes (audio, pictures) named by their size, not
+    kept (the turn's items say what the audio said)."""
+    if isinstance(value, list):
+        return [journaled(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {key: journaled(v) for key, v in value.items()}
+    data = out.get("data")
+    if isinstance(data, str) and len(data) > MAX_KEPT_DATA:
+        out["data"] = f"<{len(data) * 3 // 4} bytes>"
+    return out
 
 
 def _args(text: str) -> Any:
