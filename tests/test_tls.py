@@ -167,19 +167,32 @@ def test_python_api_serves_tls_and_its_admin_calls_trust_it(tmp_path: Path, monk
 
 
 PLUGIN_TESTS = """
+import asyncio
 import os
 
-import httpx
 import openai
+from google import genai
+from google.genai import types
 
 
 def test_env_trusts_the_server(mockllm_env):
     assert mockllm_env.url.startswith("https://")
     assert os.environ["SSL_CERT_FILE"] == mockllm_env.ca_file
-    client = openai.OpenAI(max_retries=0, http_client=httpx.Client(verify=mockllm_env.ssl_context()))
+    client = openai.OpenAI(max_retries=0)  # base URL, key and trust: all from the environment
     reply = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
-    assert reply.choices[0].message.content
+    assert reply.choices[0].message.content == "hi"
     assert len(mockllm_env.requests()) == 1
+
+
+def test_a_live_session_from_the_environment_alone(mockllm_env):
+    async def talk():
+        config = types.LiveConnectConfig(response_modalities=["TEXT"])
+        async with genai.Client().aio.live.connect(model="gemini-live-2.5-flash-preview", config=config) as session:
+            turn = types.Content(role="user", parts=[types.Part(text="live and trusted")])
+            await session.send_client_content(turns=turn)
+            return "".join([m.text or "" async for m in session.receive()])
+
+    assert asyncio.run(talk()) == "live and trusted"
 """
 
 
@@ -196,5 +209,5 @@ def test_the_pytest_plugin_serves_tls_with_the_ini_option(tmp_path: Path) -> Non
         timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "1 passed" in run.stdout
+    assert "2 passed" in run.stdout
     assert (tmp_path / "cache" / "mockllm" / "tls" / FOLDER / CA_FILE).is_file()
