@@ -936,3 +936,29 @@ def test_a_session_over_a_shared_redis_state(redis_url: str) -> None:
         entries = journal(shared)
     assert [e.text for e in events if e.type == "response.output_text.done"] == ["Stored in Redis."]
     assert [(e["matched"]["step"], e["status"]) for e in entries] == [("hi", 200)]
+
+
+def test_speech_over_a_running_response_interrupts_it_and_is_answered(server: BackgroundServer) -> None:
+    """Barge-in: under server_vad with interrupt_response (the defaults), the caller's speech cancels the
+    answer under way (`turn_detected`) and, once the caller is done, gets its own response."""
+    headers = conversation()
+
+    async def go() -> list[Any]:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=headers) as conn:
+            await conn.session.update(session=TEXT)
+            await conn.conversation.item.create(item=say("talk forever"))
+            await conn.response.create()
+            events = await until(conn, "response.output_text.delta")
+            await conn.input_audio_buffer.append(audio=base64.b64encode(speak("good morning", "pcm")).decode())
+            events += await until(conn, "response.done")
+            return events + await until(conn, "response.done")
+
+    events = run(go)
+    kinds = [e.type for e in events]
+    first, second = [e.response for e in events if e.type == "response.done"]
+    assert first.status == "cancelled" and first.status_details.reason == "turn_detected"
+    assert second.status == "completed" and second.output[0].content[0].text == "Good morning to you!"
+    assert kinds.index("input_audio_buffer.speech_started") < kinds.index("response.done")
+    assert kinds.index("response.done") < kinds.index("input_audio_buffer.committed")
+    notes = [e["note"] for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+    assert notes == ["cancelled: turn_detected", None]

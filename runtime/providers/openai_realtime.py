@@ -466,6 +466,9 @@ class OpenAIRealtime:
                 session, "input_audio_buffer.speech_started", audio_start_ms=start // 48, item_id=heard_at[2]
             )
             frames: list[str] = [started]
+            if active is not None and detection.get("interrupt_response", True):  # the caller talks over it
+                interrupted: list[Action] = [Send(tuple(frames)), Cancel("turn_detected")]
+                return interrupted + self._listen(session, None, detection)
         else:
             frames = []
         start, end, item_id = heard_at

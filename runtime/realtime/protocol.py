@@ -34,7 +34,10 @@ class Respond:
 
 @fast_frozen
 class Cancel:
-    """Cancel the running response (the protocol has checked that one is)."""
+    """Cancel the running response (the protocol has checked that one is): ``reason`` says why, as the
+    cancelled response reports it (the client asked, or its speech interrupted the answer)."""
+
+    reason: str = "client_cancelled"
 
 
 @fast_frozen

@@ -52,6 +52,7 @@ class Driver:
         self.active: str | None = None  # the running response's id (the protocol's)
         self.response: asyncio.Task[None] | None = None
         self.cancelling = False
+        self.cancel_reason = "client_cancelled"
 
     # ---- sending ----------------------------------------------------------------------------------
 
@@ -145,6 +146,7 @@ class Driver:
         elif type(action) is Cancel:
             if self.response is not None and not self.response.done():
                 self.cancelling = True
+                self.cancel_reason = action.reason
                 self.response.cancel()
                 await asyncio.wait({self.response})  # ended (as cancelled) before the next action starts one
         elif type(action) is Close:
@@ -229,9 +231,10 @@ class Driver:
         except asyncio.CancelledError:
             if self.cancelling and not self.gone:  # the client's response.cancel: end it as cancelled
                 self.cancelling = False
+                reason = self.cancel_reason
                 with contextlib.suppress(Gone):
-                    await self.put(renderer.cancelled(b.Done("cancelled", "client_cancelled", done.input_tokens)))
-                note = "cancelled by the client"
+                    await self.put(renderer.cancelled(b.Done("cancelled", reason, done.input_tokens)))
+                note = "cancelled by the client" if reason == "client_cancelled" else f"cancelled: {reason}"
             else:
                 self._settle(entry, Delivery(0, client_gone=True, note="the client left mid-response"))
                 entry = 0
