@@ -313,6 +313,23 @@ def test_two_sessions_at_once_keep_their_own_state(live: MockServer) -> None:
     assert keys == {"live-a", "live-b"}
 
 
+def test_vertex_ai_live_with_its_oauth_token(live: MockServer) -> None:
+    from google.oauth2.credentials import Credentials
+
+    async def go() -> str:
+        options = types.HttpOptions(base_url=live.url, async_client_args={"ssl": live.ssl_context()})
+        vertex = genai.Client(
+            vertexai=True, project="p", location="us-central1", credentials=Credentials(token="t"), http_options=options
+        )
+        async with vertex.aio.live.connect(model="gemini-live-2.5-flash", config=text_config()) as session:
+            return "".join(m.text or "" for m in await say(session, "count on vertex"))
+
+    assert run(go()) == "one"
+    [entry] = live.requests()
+    assert (entry.provider, entry.model, entry.step) == ("vertex", "gemini-live-2.5-flash", "first")
+    assert entry.endpoint == "/ws/google.cloud.aiplatform.v1beta1.LlmBidiService/BidiGenerateContent"
+
+
 def test_credentials_are_checked_on_the_upgrade(server: MockServer) -> None:
     async def go() -> None:
         url = server.url.replace("https://", "wss://") + (

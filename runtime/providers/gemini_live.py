@@ -205,7 +205,9 @@ class GeminiLive:
         modalities = [str(m).upper() for m in _list(_get(config, "responseModalities"), "responseModalities")]
         output: Output = "text" if modalities and "AUDIO" not in modalities else "audio"
         limit = _get(config, "maxOutputTokens")
-        session.model = model.removeprefix("models/")
+        session.model = model.rsplit("models/", 1)[
+            -1
+        ]  # `models/M`; Vertex: `projects/P/locations/L/publishers/google/models/M`
         session.settings = Settings(
             instructions=_text(_get(setup, "systemInstruction")),
             tools=_tools(_get(setup, "tools")),

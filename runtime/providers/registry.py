@@ -316,10 +316,19 @@ ENTRIES: tuple[ProviderEntry, ...] = (
     ProviderEntry(  # before gemini: its recorded paths end as Gemini's do
         name="vertex",
         adapter="vertex:VertexAdapter",
-        routes=tuple(
-            Route(f"/{version}{project}{_VERTEX_MODEL}", ("POST",), "model_path")
-            for version in ("v1", "v1beta1")
-            for project in ("/projects/{project}/locations/{location}", "")  # "": express mode (an API key)
+        routes=(
+            *(
+                Route(f"/{version}{project}{_VERTEX_MODEL}", ("POST",), "model_path")
+                for version in ("v1", "v1beta1")
+                for project in ("/projects/{project}/locations/{location}", "")  # "": express mode (an API key)
+            ),
+            # the Live API (runtime/providers/gemini_live.py, docs/gemini-live.md)
+            Route(
+                "/ws/google.cloud.aiplatform.{version}.LlmBidiService/BidiGenerateContent",
+                ("GET",),
+                "realtime",
+                transport="websocket",
+            ),
         ),
         upstream="https://aiplatform.googleapis.com",
         chat_path="/v1/projects/mockllm/locations/us-central1/publishers/google/models/{model}:generateContent",

@@ -32,9 +32,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockllm.server")
 
 #: each provider's realtime protocol, by the provider's name: a class whose instances are protocols
-PROTOCOLS: dict[str, Callable[[], RealtimeProtocol]] = {"openai": OpenAIRealtime, "gemini": GeminiLive}
+PROTOCOLS: dict[str, Callable[[], RealtimeProtocol]] = {
+    "openai": OpenAIRealtime,
+    "gemini": GeminiLive,
+    "vertex": GeminiLive,
+}
 #: the model a session uses when the URL names none, per provider
-DEFAULT_MODELS: dict[str, str] = {"openai": DEFAULT_MODEL, "gemini": LIVE_MODEL}
+DEFAULT_MODELS: dict[str, str] = {"openai": DEFAULT_MODEL, "gemini": LIVE_MODEL, "vertex": LIVE_MODEL}
 
 
 def realtime_routes(state: ServerState) -> list[BaseRoute]:
