@@ -139,6 +139,8 @@ async def read_body(
     finally:
         if deadline is not None:
             deadline.leave(task)
+    if size > OFFLOAD_BYTES:  # a large upload is joined in a thread, which lets go of the interpreter's lock
+        return await asyncio.to_thread(b"".join, parts)  # while it copies: the loop answers others meanwhile
     return b"".join(parts)
 
 
