@@ -406,6 +406,28 @@ def test_malformed_messages_close_with_a_clear_reason_and_others_go_on(
     assert answer == "still here?"
 
 
+def test_a_client_that_vanishes_mid_turn_is_journalled_as_gone(live: MockServer) -> None:
+    async def go() -> str:
+        ws = await websockets.connect(raw_url(live), ssl=live.ssl_context())
+        await ws.send(json.dumps({"setup": {"model": MODEL, "generationConfig": {"responseModalities": ["TEXT"]}}}))
+        await ws.recv()
+        turn = {"turns": [{"role": "user", "parts": [{"text": "tell me everything"}]}], "turnComplete": True}
+        await ws.send(json.dumps({"clientContent": turn}))
+        await ws.recv()  # the model is speaking
+        ws.transport.abort()  # no close frame: the network went away
+        for _ in range(200):
+            if live.requests()[0].client_gone:
+                break
+            await asyncio.sleep(0.02)
+        async with client(live).aio.live.connect(model=MODEL, config=text_config()) as bystander:
+            return "".join(m.text or "" for m in await say(bystander, "anyone home"))
+
+    assert run(go()) == "anyone home"
+    first, second = live.requests()
+    assert first.step == "ramble" and first.client_gone
+    assert second.fallback and not second.client_gone
+
+
 def test_a_raw_client_in_camel_case_with_function_ids(live: MockServer) -> None:
     """Raw clients spell every key in camelCase; a function call comes with the id the answer names."""
 
