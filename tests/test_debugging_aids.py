@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import openai
 from trip_scenario import TRIP
 
 import mockllm
@@ -244,6 +245,21 @@ def test_health_and_journal_say_what_is_loaded_and_what_answered() -> None:
     with mockllm.serve() as server:
         health = httpx.get(server.url + "/_mockllm/health").json()
         assert health["echo"] is True and "echo responder" in health["loaded"]
+
+
+def test_the_journal_names_the_default_answer_of_an_operation_no_step_is_for() -> None:
+    """Before: an embedding answered by the default embedder while a library was loaded was said to be
+    answered by "the echo responder: no scenarios are loaded"."""
+    with mockllm.serve(TRIP) as server:
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="k")
+        client.embeddings.create(model="text-embedding-3-small", input="Lisbon")
+        (entry,) = httpx.get(server.url + "/_mockllm/requests").json()
+        assert entry["answered_by"] == 'the default embeddings answer: no step names `endpoint is "embeddings"`'
+    with mockllm.serve() as server:
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="k")
+        client.chat.completions.create(model="m", messages=[OPENING])  # type: ignore[list-item]
+        (entry,) = httpx.get(server.url + "/_mockllm/requests").json()
+        assert entry["answered_by"] == "the echo responder: no scenarios are loaded"
 
 
 def test_serve_prints_what_it_loaded(tmp_path: Path) -> None:

@@ -183,7 +183,9 @@ class JournalEntry:
         if self.fallback:
             return "the fallback: no step matched (each scenario's steps are used up per conversation, until a reset)"
         if self.echo:
-            return "the echo responder: no scenarios are loaded"
+            if self.operation in (None, "chat", "realtime"):
+                return "the echo responder: no scenarios are loaded"
+            return f'the default {self.operation} answer: no step names `endpoint is "{self.operation}"`'
         if self.no_match is not None:
             return "nobody: no step matched (see no_match)"
         return "nobody"
