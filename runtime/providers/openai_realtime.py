@@ -14,6 +14,7 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping
+from json.encoder import encode_basestring
 from typing import Any
 
 from mockllm.errors import MockllmError
@@ -67,6 +68,7 @@ class EventError(MockllmError):
         self.param = param
 
 
+_str = encode_basestring  # a string as JSON text, non-ASCII kept (what _dumps writes for one)
 _dumps = compact_encoder()  # json.dumps(obj, ensure_ascii=False, separators=(",", ":")), its C encoder reused
 
 
@@ -618,6 +620,17 @@ class _Renderer:
     def _e(self, kind: str, **fields: Any) -> str:
         return self.proto.event(self.session, kind, **fields)
 
+    def _delta(self, kind: str, delta: str) -> str:
+        """``self._e(kind, delta=delta, **self._where())``, the same text written from a template: a
+        response streams many deltas, and the dicts and the encoder cost most of each."""
+        if self.session.wire.get("beta"):
+            return self._e(kind, delta=delta, **self._where())
+        return (
+            f'{{"type":"{kind}","event_id":{_str(self.session.next_id("event_"))},"delta":{_str(delta)},'
+            f'"response_id":{_str(self.id)},"item_id":{_str(self.item_id)},"output_index":{len(self.items)},'
+            '"content_index":0}'
+        )
+
     def _response(self, status: str, details: Any = None, usage: Any = None) -> dict[str, Any]:
         output = self.session.wire["session"]["audio"]["output"]
         return {
@@ -666,20 +679,13 @@ class _Renderer:
             assert isinstance(beat, b.AudioDelta)
             self.text.append(beat.transcript)
             self.audio += len(beat.pcm)
-            where = self._where()
-            out = (
-                [self._e("response.output_audio_transcript.delta", delta=beat.transcript, **where)]
-                if beat.transcript
-                else []
-            )
-            out.append(
-                self._e("response.output_audio.delta", delta=base64.b64encode(beat.pcm).decode("ascii"), **where)
-            )
+            out = [self._delta("response.output_audio_transcript.delta", beat.transcript)] if beat.transcript else []
+            out.append(self._delta("response.output_audio.delta", base64.b64encode(beat.pcm).decode("ascii")))
             return out
         if t is b.TextDelta:
             assert isinstance(beat, b.TextDelta)
             self.text.append(beat.text)
-            return [self._e("response.output_text.delta", delta=beat.text, **self._where())]
+            return [self._delta("response.output_text.delta", beat.text)]
         if t is b.CallDelta:
             assert isinstance(beat, b.CallDelta)
             item_id, index = self.calls[beat.index]
