@@ -295,3 +295,37 @@ def test_each_no_match_report_is_printed_once_per_failing_test(tmp_path: Path) -
     for name, text in per_test.items():
         body = text.split("short test summary info")[0]
         assert body.count("no step matched this request") == 1, f"{name}:\n{body}"
+
+
+OTHER_SERVER_LOGS = """
+import logging
+
+import httpx
+
+import mockllm
+
+
+def test_session_server_is_started(mockllm):
+    assert mockllm.url
+
+
+def test_another_server_keeps_its_warnings(caplog):
+    caplog.set_level(logging.WARNING, logger="mockllm.server")
+    with mockllm.serve('scenario "s":\\n    step a:\\n        when:\\n            last user message contains "x"\\n        reply:\\n            text "y"\\n') as server:
+        httpx.post(server.openai_base_url + "/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "z"}]})
+    assert any("no step matched" in r.getMessage() for r in caplog.records)
+"""
+
+
+def test_the_session_servers_log_filter_leaves_other_servers_alone(tmp_path: Path) -> None:
+    """Before: the session server's filter hid every server's no-match warnings for the rest of the
+    session, so a later test's caplog saw none (a failure that depended on the order tests ran in)."""
+    (tmp_path / "test_logs.py").write_text(OTHER_SERVER_LOGS, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-p", "no:randomly", "test_logs.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "2 passed" in proc.stdout, proc.stdout + proc.stderr

@@ -291,10 +291,17 @@ def _already_shown(entry: dict[str, Any], shown: str) -> bool:
 
 
 class _NoMatchLogFilter(logging.Filter):
-    """Keeps the server's no-match warnings out of pytest's captured log: the plugin reports each
-    unmatched request itself, once, with the failing test."""
+    """Keeps the session server's no-match warnings out of pytest's captured log: the plugin reports
+    each unmatched request itself, once, with the failing test. Only that server's: its records come
+    from its own thread (``mockllm-PORT``), and another server a test starts keeps its warnings."""
+
+    def __init__(self, thread_name: str) -> None:
+        super().__init__()
+        self.thread_name = thread_name
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.threadName != self.thread_name:
+            return True
         return not str(record.msg if not record.args else record.getMessage()).startswith(NO_MATCH_PREFIX)
 
 
@@ -312,13 +319,13 @@ def mockllm_server(pytestconfig: pytest.Config) -> Iterator[MockServer]:
             pytest.fail(f"mockllm: the library in `{INI_SCENARIOS}` has errors:\n\n{result.render()}", pytrace=False)
         library = result.compiled
     server_log = logging.getLogger("mockllm.server")
-    quiet = _NoMatchLogFilter()
-    server_log.addFilter(quiet)
-    try:
-        with MockServer(library, options=_server_options(pytestconfig)) as server:
+    with MockServer(library, options=_server_options(pytestconfig)) as server:
+        quiet = _NoMatchLogFilter(f"mockllm-{server.port}")
+        server_log.addFilter(quiet)
+        try:
             yield server
-    finally:
-        server_log.removeFilter(quiet)
+        finally:
+            server_log.removeFilter(quiet)
 
 
 def _server_options(config: pytest.Config) -> Any:
