@@ -309,10 +309,17 @@ def test_session_server_is_started(mockllm):
     assert mockllm.url
 
 
+SCRIPT = (
+    'scenario "s":\\n    step a:\\n        when:\\n            last user message contains "x"\\n'
+    '        reply:\\n            text "y"\\n'
+)
+NOPE = {"model": "m", "messages": [{"role": "user", "content": "z"}]}
+
+
 def test_another_server_keeps_its_warnings(caplog):
     caplog.set_level(logging.WARNING, logger="mockllm.server")
-    with mockllm.serve('scenario "s":\\n    step a:\\n        when:\\n            last user message contains "x"\\n        reply:\\n            text "y"\\n') as server:
-        httpx.post(server.openai_base_url + "/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "z"}]})
+    with mockllm.serve(SCRIPT) as server:
+        httpx.post(server.openai_base_url + "/chat/completions", json=NOPE)
     assert any("no step matched" in r.getMessage() for r in caplog.records)
 """
 
