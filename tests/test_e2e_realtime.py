@@ -962,3 +962,67 @@ def test_speech_over_a_running_response_interrupts_it_and_is_answered(server: Ba
     assert kinds.index("response.done") < kinds.index("input_audio_buffer.committed")
     notes = [e["note"] for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
     assert notes == ["cancelled: turn_detected", None]
+
+
+def test_audio_inside_an_item_is_heard_and_journalled_by_kind_and_size(server: BackgroundServer) -> None:
+    """A `conversation.item.create` message with an `input_audio` part (mockllm's speech): heard as its
+    words, so the chat step answers; the journal shows the audio as kind, type and size, never the audio."""
+    headers = conversation()
+    voice = speak("good morning", "pcm")
+
+    async def go() -> list[Any]:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=headers) as conn:
+            await conn.session.update(session=TEXT)
+            part = {"type": "input_audio", "audio": base64.b64encode(voice).decode()}
+            await conn.conversation.item.create(item={"type": "message", "role": "user", "content": [part]})
+            await conn.response.create()
+            return await until(conn)
+
+    events = run(go)
+    assert [e.text for e in events if e.type == "response.output_text.done"] == ["Good morning to you!"]
+    (entry,) = [e for e in journal(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+    assert entry["attachments"] == [{"kind": "audio", "media_type": "audio/pcm", "size": len(voice)}]
+    assert entry["body"]["items"][0] == {
+        "type": "message",
+        "role": "user",
+        "text": "good morning",
+        "audio_bytes": len(voice),
+    }
+
+
+def test_a_chat_continues_the_conversation_a_session_began(server: BackgroundServer) -> None:
+    """One conversation key, two transports: the realtime session takes the scenario's first step (a tool
+    call), a chat request with the same key and the tool's result takes the next: one state machine."""
+    import openai
+
+    headers = conversation()
+
+    async def go() -> Any:
+        async with client(server).realtime.connect(model="gpt-realtime", extra_headers=headers) as conn:
+            await conn.session.update(session={**TEXT, "tools": [WEATHER_TOOL]})
+            await conn.conversation.item.create(item=say("weather?"))
+            await conn.response.create()
+            return next(e for e in await until(conn) if e.type == "response.function_call_arguments.done")
+
+    call = run(go)
+    chat = openai.OpenAI(base_url=server.url + "/v1", api_key="test", default_headers=headers)
+    tool_call = {"id": call.call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+    messages: list[Any] = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [tool_call]},
+        {"role": "tool", "tool_call_id": call.call_id, "content": "sunny"},
+    ]
+    try:
+        answer = chat.chat.completions.create(model="gpt-4o", messages=messages)
+    finally:
+        chat.close()
+    assert answer.choices[0].message.content == "It is sunny in Paris today."
+    entries = [e for e in journal_all(server) if e["conversation"] == headers["x-mockllm-conversation"]]
+    assert [(e["endpoint"], e["matched"]["step"]) for e in entries] == [
+        ("/v1/realtime", "asks"),
+        ("/v1/chat/completions", "answers"),
+    ]
+
+
+def journal_all(server: BackgroundServer) -> list[dict[str, Any]]:
+    return list(httpx.get(server.url + "/_mockllm/requests").json())
