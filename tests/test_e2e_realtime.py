@@ -655,8 +655,10 @@ def test_the_agents_sdk_realtime_agent_calls_its_tool_and_says_the_scripted_answ
                     raise AssertionError(f"the agent saw an error: {event}")
                 if event.type == "history_updated":
                     history = list(event.history)
-                if event.type == "agent_end" and "tool_end" in kinds:
-                    break
+                    last = history[-1] if history else None
+                    said = last is not None and last.type == "message" and last.role == "assistant"
+                    if said and "tool_end" in kinds and any(getattr(part, "text", None) for part in last.content):
+                        break
             return history
 
     history = run(go)
