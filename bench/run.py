@@ -1425,7 +1425,7 @@ INTRO = (
     "What mockllm promises about speed and size, the latest figures against those targets and against "
     "the fastest peer (aimock, a mock LLM server on Node), how they are measured, and how to rerun them. "
     "Every HTTP figure is a ratio against a baseline measured at the same time on the same machine: a "
-    "bare Starlette route on the same server (rows 1, 2, 5), aimock on the same core (row 7), the same "
+    "bare Starlette route on the same server (rows 1, 2, 5), aimock on the same core (rows 7, 10 and 11), the same "
     "server with its state in memory (row 9). Compare ratios, not requests/s, between machines."
 )
 
