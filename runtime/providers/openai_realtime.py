@@ -56,6 +56,8 @@ BETA_NAMES = {
     "response.output_audio_transcript.done": "response.audio_transcript.done",
 }
 _GA_ONLY = frozenset({"conversation.item.done"})
+#: the samples every piece of mockllm-made speech starts with (its marker, spelled in the samples)
+_MARKER = inband.encode("")[: len(inband.MAGIC) * 8 * 2]
 
 
 class EventError(MockllmError):
@@ -456,6 +458,10 @@ class OpenAIRealtime:
             session.wire["quiet"] = start
             start -= start % 2
             if start >= len(buffer):
+                return []
+            marker = buffer[start : start + len(_MARKER)]
+            if len(marker) == len(_MARKER) and marker != _MARKER:  # not speech mockllm made: stop looking
+                session.wire["speech"] = "other"
                 return []
             text = inband.read(bytes(buffer[start : start + inband.MAX_SAMPLE_BYTES]))
             if text is None:
