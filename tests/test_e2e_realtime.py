@@ -737,6 +737,8 @@ def test_an_upgrade_without_credentials_is_refused_with_the_apis_401(echo: Backg
     response = run(go)
     assert response.status_code == 401
     assert json.loads(response.body)["error"]["code"] == "invalid_api_key"
+    refused = [e for e in journal(echo) if e["rejected"]]
+    assert refused and refused[-1]["status"] == 401  # journalled: verify reports an error nobody scripted
 
 
 def test_a_stopping_server_closes_open_sessions_with_going_away() -> None:
