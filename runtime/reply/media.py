@@ -58,7 +58,10 @@ def plan_media(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) ->
             output_tokens=plan.output_tokens if scripted_usage else max(1, estimate(text)),
         )
     text = plan.text or default_transcript(chat)  # a transcription or translation
-    chunks = plan.text_chunks if plan.text else split_words(text)
+    if plan.text:
+        chunks = plan.text_chunks
+    else:  # streamed, the transcript comes word by word; whole, it is never split
+        chunks = split_words(text) if chat.stream else (text,)
     output_tokens = plan.output_tokens if scripted_usage else max(1, estimate(text))
     seconds_tokens = max(1, round((chat.audio_seconds or 0.0) * 10))  # audio tokens: about 10 a second
     tokens = plan.input_tokens if scripted_usage else seconds_tokens
