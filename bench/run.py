@@ -1323,6 +1323,19 @@ reports it.
 """
 
 
+def earlier_notes(path: Path) -> list[str]:
+    """The run notes of an earlier ``path`` (the lines between "Written by …" and the table), so a
+    partial run keeps what they say about the rows it keeps."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    if "Written by `python bench/run.py`" not in text or "\n\n| # |" not in text:
+        return []
+    block = text.split("Written by `python bench/run.py`", 1)[1].split("\n\n", 1)[1].split("\n\n| # |", 1)[0]
+    return [line for line in block.splitlines() if line.startswith("- ")]
+
+
 def kept_rows(path: Path, only: set[str]) -> list[Row]:
     """The table rows of an earlier ``path`` whose row number is not in ``only`` (so a partial run,
     ``--only 7``, refreshes its rows and keeps the rest)."""
@@ -1556,7 +1569,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if out is not None and not {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"} <= only:
         kept = kept_rows(out, only)
         rows.extend(kept)
-        if kept:
+        earlier = earlier_notes(out)
+        if kept and earlier:  # the kept rows' notes stay; this run's are said in one line after them
+            measured = ", ".join(sorted(only, key=lambda n: int(n) if n.isdigit() else 0))
+            when = load_note(load_before, load_average()).removeprefix("- Machine load (1-minute average) ")
+            label = f"Row {measured}" if len(only) == 1 else f"Rows {measured}"
+            note_lines = [
+                *(line for line in earlier if not line.startswith(f"- {label}: measured again")),
+                f"- {label}: measured again alone (`--only`) on "
+                f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}, machine load {when}",
+            ]
+        elif kept:
             note_lines.append(
                 f"- Rows {', '.join(sorted({r.num for r in kept}))} are kept from an earlier run written "
                 f"to this page (this run measured only {', '.join(sorted(only))})."
