@@ -220,6 +220,24 @@ script_files = st.builds(
             st.lists(
                 st.builds(n.McpTool, names, texts, json_objects, st.none() | json_objects), min_size=1, max_size=2
             ).map(tuple),
+            st.lists(
+                st.builds(n.McpResource, texts, texts, multiline_texts, st.sampled_from(["text/plain", "text/csv"])),
+                max_size=2,
+            ).map(tuple),
+            st.lists(
+                st.builds(
+                    n.McpPrompt,
+                    names,
+                    texts,
+                    st.lists(st.builds(n.McpArgument, names, texts, st.booleans()), max_size=2).map(tuple),
+                    st.lists(
+                        st.builds(n.McpMessage, st.sampled_from(["user", "assistant"]), multiline_texts),
+                        min_size=1,
+                        max_size=2,
+                    ).map(tuple),
+                ),
+                max_size=2,
+            ).map(tuple),
         ),
         max_size=2,
     ).map(tuple),

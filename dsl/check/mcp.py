@@ -3,22 +3,39 @@
 An ``mcp server`` block declares tools with JSON Schemas; a step names a tool with ``tool is "NAME"``
 and reads its arguments with ``argument "PATH"``. What a client would refuse, or what can never
 match, is caught here: a step for a tool no server declares, an argument its input schema does not
-have, a scripted result that does not fit the declared output schema (the official client raises on
+have, a resource or prompt named twice, a prompt's ``{{placeholder}}`` no argument declares, a
+scripted result that does not fit the declared output schema (the official client raises on
 such a result), a schema that is not an object schema (the client refuses the tool list), and
 ``result`` lines in a step no MCP call can reach."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from mockllm.dsl.check.common import Reporter, did_you_mean
 from mockllm.dsl.diagnostics import Related
-from mockllm.dsl.tree.nodes import Condition, McpServer, McpTool, ReplyBlock, Result, Scenario, ScriptFile, Step
+from mockllm.dsl.tree import templates
+from mockllm.dsl.tree.nodes import (
+    Condition,
+    McpArgument,
+    McpPrompt,
+    McpResource,
+    McpServer,
+    McpTool,
+    ReplyBlock,
+    Result,
+    Scenario,
+    ScriptFile,
+    Step,
+)
+from mockllm.errors import TemplateError
 
 __all__ = ["check_mcp_servers", "check_mcp_step", "declared_tools", "result_problems"]
 
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+\Z")
 _DECLARE_HINT = 'declare it in an `mcp server "NAME":` block: `tool {} "what it does":` with its `input {{…}}` schema'
 
 
@@ -60,6 +77,72 @@ def check_mcp_servers(r: Reporter, f: ScriptFile) -> None:
             _check_schema(r, tool, "input", tool.input_schema, f.path)
             if tool.output_schema is not None:
                 _check_schema(r, tool, "output", tool.output_schema, f.path)
+        _check_resources(r, server, f.path)
+        for prompt in _unique(r, server.prompts, lambda p: p.name, "prompt", server, f.path):
+            _check_prompt(r, prompt, f.path)
+
+
+_Named = TypeVar("_Named", McpResource, McpPrompt, McpArgument)
+
+
+def _unique(
+    r: Reporter, items: Sequence[_Named], key: Callable[[_Named], str], what: str, server: McpServer, file: str
+) -> list[_Named]:
+    """``items`` with a diagnostic for each name given twice (the first declaration is kept)."""
+    seen: dict[str, _Named] = {}
+    for item in items:
+        name = key(item)
+        if name in seen:
+            r.err(
+                "duplicate-name",
+                f'{what} `{name}` is declared twice in `mcp server "{server.name}"`',
+                r.at(item.span, file),
+                hint="keep one declaration",
+                related=[Related(r.at(seen[name].span, file), "the first is here")],
+            )
+        seen.setdefault(name, item)
+    return list(seen.values())
+
+
+def _check_resources(r: Reporter, server: McpServer, file: str) -> None:
+    for res in _unique(r, server.resources, lambda x: x.uri, "resource", server, file):
+        if not _URI.match(res.uri):
+            r.err(
+                "bad-uri",
+                f'resource "{res.uri}" is not a URI',
+                r.at(res.span, file),
+                hint='write a scheme and a path, such as `resource "weather://cities"` or `resource "file:///notes.txt"`',
+            )
+
+
+def _check_prompt(r: Reporter, prompt: McpPrompt, file: str) -> None:
+    """An argument named twice, and a ``{{placeholder}}`` no argument declares."""
+    declared: dict[str, McpArgument] = {}
+    for arg in prompt.arguments:
+        if arg.name in declared:
+            r.err(
+                "duplicate-name",
+                f"argument `{arg.name}` is declared twice in prompt `{prompt.name}`",
+                r.at(arg.span, file),
+                hint="keep one declaration",
+                related=[Related(r.at(declared[arg.name].span, file), "the first is here")],
+            )
+        declared.setdefault(arg.name, arg)
+    for message in prompt.messages:
+        try:
+            refs = templates.parse(message.text).names
+        except TemplateError as exc:
+            r.err("bad-template", str(exc), r.at(message.span, file), hint="write `{{argument}}`, closed by `}}`")
+            continue
+        for ref in refs:
+            if ref.name not in declared:
+                r.err(
+                    "unknown-argument",
+                    f"prompt `{prompt.name}` has no argument `{ref.name}` for `{{{{{ref.name}}}}}`",
+                    r.at(message.span, file),
+                    hint=did_you_mean(ref.name, declared, "`{{{{{}}}}}`")
+                    or f'declare it: `argument {ref.name} "what it is"`',
+                )
 
 
 def _check_schema(r: Reporter, tool: McpTool, which: str, schema: Any, file: str) -> None:

@@ -313,6 +313,24 @@ class _Printer:
             if tool.output_schema is not None:
                 keys = self._find(tool.span.line, end, "output")
                 self.emit(f"{inner}output {json_text(tool.output_schema)}", inner, keys)
+        for res in server.resources:
+            described = f" {describe.quote(res.description)}" if res.description else ""
+            self.emit(f"{INDENT}resource {describe.quote(res.uri)}{described}:", INDENT, _key(res))
+            end = res.span.end_line + 1
+            if res.mime != "text/plain":
+                keys = self._find(res.span.line, end, "mime")
+                self.emit(f"{inner}mime {describe.quote(res.mime)}", inner, keys)
+            keys = self._find(res.span.line, end, "text")
+            self.emit(f"{inner}text {string_literal(res.text, inner)}", inner, keys)
+        for prompt in server.prompts:
+            described = f" {describe.quote(prompt.description)}" if prompt.description else ""
+            self.emit(f"{INDENT}prompt {prompt.name}{described}:", INDENT, _key(prompt))
+            for arg in prompt.arguments:
+                about = f" {describe.quote(arg.description)}" if arg.description else ""
+                optional = "" if arg.required else " optional"
+                self.emit(f"{inner}argument {arg.name}{about}{optional}", inner, _key(arg))
+            for message in prompt.messages:
+                self.emit(f"{inner}{message.role} {string_literal(message.text, inner)}", inner, _key(message))
 
     def file(self, f: n.ScriptFile) -> None:
         if f.version is not None:

@@ -314,7 +314,71 @@ class ScriptTransformer:
     # -- MCP tool servers --------------------------------------------------------------------------------
 
     def mcp_server(self, ch: list[Any]) -> n.McpServer:
-        return n.McpServer(self._s(ch[0]), tuple(ch[1:]), span=self.here())
+        items = ch[1:]
+        return n.McpServer(
+            self._s(ch[0]),
+            tuple(i for i in items if isinstance(i, n.McpTool)),
+            tuple(i for i in items if isinstance(i, n.McpResource)),
+            tuple(i for i in items if isinstance(i, n.McpPrompt)),
+            span=self.here(),
+        )
+
+    def mcp_resource(self, ch: list[Any]) -> n.McpResource:
+        uri = self._s(ch[0])
+        rest = list(ch[1:])
+        description = self._s(rest.pop(0)) if rest and isinstance(rest[0], Token) else ""
+        lines: dict[str, Line] = {}
+        for line in rest:
+            if line.kind in lines:
+                raise ScriptSyntaxError(
+                    line.span,
+                    f'`{line.kind}` is given twice for resource "{uri}"',
+                    f"keep one (the first is on line {lines[line.kind].span.line})",
+                )
+            lines[line.kind] = line
+        if "text" not in lines:
+            raise ScriptSyntaxError(
+                self.here(),
+                f'resource "{uri}" has no `text`',
+                'add `text "…"` (what `resources/read` returns), and `mime "…"` if it is not plain text',
+            )
+        mime = lines["mime"].value if "mime" in lines else "text/plain"
+        return n.McpResource(uri, description, lines["text"].value, mime, span=self.here())
+
+    def mcp_text(self, ch: list[Any]) -> Line:
+        return Line("text", self._s(ch[0]), self.here())
+
+    def mcp_mime(self, ch: list[Any]) -> Line:
+        return Line("mime", self._s(ch[0]), self.here())
+
+    def mcp_prompt(self, ch: list[Any]) -> n.McpPrompt:
+        name = str(ch[0])
+        rest = list(ch[1:])
+        description = self._s(rest.pop(0)) if rest and isinstance(rest[0], Token) else ""
+        arguments = tuple(x for x in rest if isinstance(x, n.McpArgument))
+        messages = tuple(x for x in rest if isinstance(x, n.McpMessage))
+        if not messages:
+            raise ScriptSyntaxError(
+                self.here(),
+                f"prompt `{name}` has no message",
+                'add `user "…"` (and `assistant "…"` lines): the messages `prompts/get` returns',
+            )
+        return n.McpPrompt(name, description, arguments, messages, span=self.here())
+
+    def mcp_argument(self, ch: list[Any]) -> n.McpArgument:
+        optional = bool(ch) and isinstance(ch[-1], Line)
+        parts = ch[:-1] if optional else ch
+        description = self._s(parts[1]) if len(parts) > 1 else ""
+        return n.McpArgument(str(parts[0]), description, not optional, span=self.here())
+
+    def mcp_optional(self, ch: list[Any]) -> Line:
+        return Line("optional", True, self.here())
+
+    def mcp_user(self, ch: list[Any]) -> n.McpMessage:
+        return n.McpMessage("user", self._s(ch[0]), span=self.here())
+
+    def mcp_assistant(self, ch: list[Any]) -> n.McpMessage:
+        return n.McpMessage("assistant", self._s(ch[0]), span=self.here())
 
     def mcp_tool(self, ch: list[Any]) -> n.McpTool:
         name = str(ch[0])

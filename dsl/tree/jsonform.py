@@ -3,7 +3,12 @@
 Shape (spans are left out; nodes read from JSON get a span naming the file, line 0)::
 
     {"mockllm": 1, "uses": [...], "replies": [...], "defaults": {...} | null, "scenarios": [...],
-     "mcp_servers": [{"name": …, "tools": [{"name", "description", "input_schema", "output_schema"}]}]}
+     "mcp_servers": [{"name": …, "tools": [{"name", "description", "input_schema", "output_schema"}],
+                      "resources": [{"uri", "description", "text", "mime"}],
+                      "prompts": [{"name", "description", "arguments": [{"name", "description", "required"}],
+                                   "messages": [{"role", "text"}]}]}]}
+
+(a server's ``resources`` and ``prompts`` only when it declares some)
 
 Every node is an object with its attrs fields. Reply elements are tagged with ``"type"``, the
 snake_case class name (``{"type": "text", "text": "hi"}``, ``{"type": "tool_call", "name": …,
@@ -81,6 +86,10 @@ _NODE_CLASSES: frozenset[type] = frozenset(
         n.Defaults,
         n.Use,
         n.McpTool,
+        n.McpResource,
+        n.McpArgument,
+        n.McpMessage,
+        n.McpPrompt,
         n.McpServer,
         n.ScriptFile,
     }
@@ -344,6 +353,10 @@ def _check(obj: Any) -> None:
             value = getattr(obj, key)
             if not isinstance(value, dict) and (value is not None or key == "input_schema"):
                 raise _Bad(f"a tool's {key.replace('_', ' ')} must be a JSON object, got {_show(value)}", key)
+    elif isinstance(obj, n.McpPrompt):
+        _check_name(obj.name, "name", "prompt name")
+    elif isinstance(obj, n.McpArgument):
+        _check_name(obj.name, "name", "argument name")
     elif isinstance(obj, n.Audio):
         if (obj.path is None) == (obj.length is None):
             raise _Bad("audio has a path (a file) or a length (generated audio): give exactly one", "path")
@@ -477,6 +490,10 @@ def to_json(f: n.ScriptFile) -> dict[str, Any]:
     out: dict[str, Any] = _converter.unstructure(f)
     if not out.get("mcp_servers"):
         out.pop("mcp_servers", None)
+    for server in out.get("mcp_servers", ()):
+        for key in ("resources", "prompts"):
+            if not server.get(key):
+                server.pop(key, None)
     return out
 
 

@@ -8,7 +8,8 @@ Tree shape::
 
     ScriptFile
       version, uses: Use*, replies: NamedReply*, defaults: Defaults?, scenarios: Scenario*,
-      mcp_servers: McpServer* (tools: McpTool*)
+      mcp_servers: McpServer* (tools: McpTool*, resources: McpResource*,
+                               prompts: McpPrompt* (arguments: McpArgument*, messages: McpMessage*))
     Scenario
       name, priority, tags, order_any, lets: Let*, conditions: Condition*, steps: Step*
     Step
@@ -548,11 +549,56 @@ class McpTool:
 
 
 @attrs.frozen
+class McpResource:
+    """``resource "URI" "description":`` in an ``mcp server`` block: its ``text`` (and ``mime`` type),
+    listed by ``resources/list`` and read by ``resources/read``."""
+
+    uri: str
+    description: str = ""
+    text: str = ""
+    mime: str = "text/plain"
+    span: Span = _span()
+
+
+@attrs.frozen
+class McpArgument:
+    """``argument NAME "description"`` of a prompt (``optional`` at the end: not required)."""
+
+    name: str
+    description: str = ""
+    required: bool = True
+    span: Span = _span()
+
+
+@attrs.frozen
+class McpMessage:
+    """``user "…"`` or ``assistant "…"``: one message of a prompt, ``{{argument}}`` placeholders in it."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    span: Span = _span()
+
+
+@attrs.frozen
+class McpPrompt:
+    """``prompt NAME "description":`` in an ``mcp server`` block: its arguments and messages, listed by
+    ``prompts/list`` and filled in by ``prompts/get``."""
+
+    name: str
+    description: str = ""
+    arguments: tuple[McpArgument, ...] = ()
+    messages: tuple[McpMessage, ...] = ()
+    span: Span = _span()
+
+
+@attrs.frozen
 class McpServer:
     """``mcp server "NAME":``: a tool server served at ``/mcp/NAME`` and by ``mockllm mcp NAME``."""
 
     name: str
     tools: tuple[McpTool, ...] = ()
+    resources: tuple[McpResource, ...] = ()
+    prompts: tuple[McpPrompt, ...] = ()
     span: Span = _span()
 
 

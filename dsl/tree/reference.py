@@ -20,8 +20,11 @@ from mockllm.dsl.tree.describe import OP_WORDS
 
 #: Where a line may stand: the file's top level, a scenario's or a step's body, a `when:`/`expect:`
 #: block (conditions), a reply block (`reply:`, `reply NAME:`, `fallback:`), or `defaults:`; an
-#: `mcp server` block (its tools) or a tool's block (its schemas).
-Place = Literal["top", "scenario", "step", "condition", "reply", "defaults", "mcp_server", "mcp_tool"]
+#: `mcp server` block (its tools, resources and prompts), a tool's block (its schemas), a resource's
+#: block (its text) or a prompt's block (its arguments and messages).
+Place = Literal[
+    "top", "scenario", "step", "condition", "reply", "defaults", "mcp_server", "mcp_tool", "mcp_resource", "mcp_prompt"
+]
 
 #: What an entry is: a statement that starts a line, a condition's subject, a predicate, or a
 #: word that only stands after another (`finish stop`, `is openai`).
@@ -332,6 +335,52 @@ STATEMENTS: tuple[Entry, ...] = (
         'output {"type": "object", "properties": {${1}}}',
     ),
     _s(
+        "resource",
+        ("mcp_server",),
+        '`resource "URI" "description":`: a resource of the server, listed by `resources/list`; its '
+        '`text "…"` is what `resources/read` returns (`mime "…"` names its type; plain text by default).',
+        'resource "${1:notes://readme}" "${2:what it holds}":\n    text "${3}"',
+    ),
+    _s(
+        "prompt",
+        ("mcp_server",),
+        '`prompt NAME "description":`: a prompt of the server, listed by `prompts/list`, with its '
+        '`argument` lines and its `user "…"`/`assistant "…"` messages, which `prompts/get` fills in.',
+        'prompt ${1:name} "${2:what it asks}":\n    argument ${3:topic}\n    user "${4:Tell me about {{topic\}\}}"',
+    ),
+    _s(
+        "text",
+        ("mcp_resource",),
+        '`text "…"`: the resource\'s content, as `resources/read` returns it.',
+        'text "${1}"',
+    ),
+    _s(
+        "mime",
+        ("mcp_resource",),
+        '`mime "TYPE"`: the resource\'s MIME type (`mimeType`), e.g. `mime "application/json"`; '
+        "`text/plain` when left out.",
+        'mime "${1:application/json}"',
+    ),
+    _s(
+        "argument",
+        ("mcp_prompt",),
+        '`argument NAME "description"`: an argument of the prompt, required unless the line ends with '
+        "`optional`; its value fills `{{NAME}}` in the messages.",
+        'argument ${1:name} "${2:what it is}"',
+    ),
+    _s(
+        "user",
+        ("mcp_prompt",),
+        '`user "…"`: a user message of the prompt; `{{argument}}` placeholders are filled in.',
+        'user "${1}"',
+    ),
+    _s(
+        "assistant",
+        ("mcp_prompt",),
+        '`assistant "…"`: an assistant message of the prompt; `{{argument}}` placeholders are filled in.',
+        'assistant "${1}"',
+    ),
+    _s(
         "flag",
         _REPLY,
         '`flag "violence", …`: for a moderation request, flag these categories (OpenAI\'s moderation '
@@ -443,7 +492,7 @@ VALUES: tuple[Entry, ...] = (
 
 #: Words that only join others inside a statement (`use "…" as NAME`, `usage N in, M out`).
 CONNECTORS = frozenset(
-    {"as", "from", "like", "in", "out", "by", "apart", "characters", "chunks", "calls", "id", "word"}
+    {"as", "from", "like", "in", "out", "by", "apart", "characters", "chunks", "calls", "id", "word", "optional"}
 )
 
 ALL: tuple[Entry, ...] = (*STATEMENTS, *SUBJECTS, *PREDICATES.values(), IGNORING_CASE, *VALUES)

@@ -86,11 +86,21 @@ def negotiate(params: Mapping[str, Any]) -> str:
     return requested if isinstance(requested, str) and requested in PROTOCOL_VERSIONS else LATEST_VERSION
 
 
+def capabilities(server: McpServer) -> dict[str, Any]:
+    """What ``initialize`` advertises: tools always, resources and prompts when the block declares some."""
+    out: dict[str, Any] = {"tools": {"listChanged": False}}
+    if server.resources:
+        out["resources"] = {"subscribe": False, "listChanged": False}
+    if server.prompts:
+        out["prompts"] = {"listChanged": False}
+    return out
+
+
 def initialize_result(server: McpServer, version: str, software: str = "") -> dict[str, Any]:
     """``initialize``'s result: the negotiated ``version``; ``software`` is mockllm's own version."""
     return {
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": False}},
+        "capabilities": capabilities(server),
         "serverInfo": {"name": server.name, "version": software},
     }
 

@@ -296,7 +296,8 @@ def admin_mount(engine: Engine, options: ServerOptions, store: StateStore) -> Mo
         base = engine.library
         names = [m.name for m in compiled.machines]
         replaced = [m.name for m in base.machines if m.name in set(names)] if base is not None else []
-        if compiled.machines or compiled.fallback is not None:  # an empty text changes nothing
+        # an empty text changes nothing (a file of tool servers alone does)
+        if compiled.machines or compiled.fallback is not None or compiled.mcp_servers:
             await store.post_library(posted, compiled)
         warnings = [d for d in diagnostics if not d.is_error]
         return json_response(

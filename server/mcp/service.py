@@ -1,5 +1,6 @@
-"""One MCP message answered, whatever the transport: sessions, the handshake, the tool listing, and
-tool calls decided by the engine through the state store (so they are journalled, verified and
+"""One MCP message answered, whatever the transport: sessions, the handshake, what is answered from
+the declaration alone (the tool, resource and prompt listings, resource reads, prompts filled in),
+and tool calls decided by the engine through the state store (so they are journalled, verified and
 shown by the admin views like model requests)."""
 
 from __future__ import annotations
@@ -8,18 +9,19 @@ import importlib.metadata
 import itertools
 import secrets
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from mockllm.dsl.tree.nodes import McpServer
 from mockllm.runtime.engine.journal import Delivery
+from mockllm.runtime.mcp import catalog
 from mockllm.runtime.mcp import protocol as p
 from mockllm.runtime.values import fast_frozen
 
 if TYPE_CHECKING:
     from mockllm.dsl.machines.compiled import CompiledLibrary
-    from mockllm.dsl.tree.nodes import McpServer
     from mockllm.runtime.engine.engine import Engine
     from mockllm.server.state.store import StateStore
 
@@ -84,6 +86,25 @@ class Handled:
 
 NOTHING = Handled()
 
+#: the methods answered from the ``mcp server`` block alone (no step), by name
+_DECLARED: dict[str, Callable[[McpServer, p.Message], dict[str, Any]]] = {
+    "tools/list": lambda server, msg: p.rpc_result(msg.id, p.tools_list(server)),
+    "resources/list": lambda server, msg: p.rpc_result(msg.id, catalog.resources_list(server)),
+    "resources/read": lambda server, msg: catalog.resources_read(server, msg.id, msg.params),
+    "prompts/list": lambda server, msg: p.rpc_result(msg.id, catalog.prompts_list(server)),
+    "prompts/get": lambda server, msg: catalog.prompts_get(server, msg.id, msg.params),
+}
+
+
+def _declares(server: McpServer, method: str) -> bool:
+    """Whether ``server`` serves ``method``: resources and prompts only where the block declares some
+    (as ``initialize`` advertises them), else "method not found"."""
+    if method.startswith("resources/"):
+        return bool(server.resources)
+    if method.startswith("prompts/"):
+        return bool(server.prompts)
+    return True
+
 
 class McpService:
     def __init__(self, engine: Engine, store: StateStore, software: str = "") -> None:
@@ -121,12 +142,15 @@ class McpService:
             return Handled(p.rpc_result(msg.id, p.initialize_result(server, session.version, self.software)))
         if method == "ping":
             return Handled(p.rpc_result(msg.id, {}))
-        if method in ("tools/list", "tools/call") and not session.initialized:
-            return Handled(p.rpc_error(msg.id, p.INVALID_REQUEST, "Invalid request: initialize the session first"))
-        if method == "tools/list":
-            return Handled(p.rpc_result(msg.id, p.tools_list(server)))
         if method == "tools/call":
+            if not session.initialized:
+                return Handled(p.rpc_error(msg.id, p.INVALID_REQUEST, "Invalid request: initialize the session first"))
             return await self._call(server, msg, session, headers)
+        answer = _DECLARED.get(method)
+        if answer is not None and _declares(server, method):
+            if not session.initialized:
+                return Handled(p.rpc_error(msg.id, p.INVALID_REQUEST, "Invalid request: initialize the session first"))
+            return Handled(answer(server, msg))
         return Handled(p.rpc_error(msg.id, p.METHOD_NOT_FOUND, "Method not found", method))
 
     async def _call(

@@ -486,7 +486,8 @@ class MockServer:
         library = background.engine.library
         names = tuple(m.name for m in compiled.machines)
         replaced = tuple(m.name for m in library.machines if m.name in names) if library is not None else ()
-        if compiled.machines or compiled.fallback is not None:  # shared with every server on the same state
+        # shared with every server on the same state (a file of tool servers alone counts too)
+        if compiled.machines or compiled.fallback is not None or compiled.mcp_servers:
             background.run(lambda: store.post_library(posted, compiled))
         return Loaded(names, replaced, warnings)
 

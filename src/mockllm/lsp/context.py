@@ -98,6 +98,10 @@ def place(headers: list[Header]) -> Place | None:
         return "mcp_server"
     if kw == "tool":
         return "mcp_tool"
+    if kw == "resource":
+        return "mcp_resource"
+    if kw == "prompt":
+        return "mcp_prompt"
     return None
 
 
