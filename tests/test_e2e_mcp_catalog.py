@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 from conftest import compile_text
 from mcp import ClientSession
@@ -140,10 +141,13 @@ def test_a_server_without_resources_or_prompts_advertises_and_serves_none(server
     assert [(e.code, e.message) for e in errors] == [(-32601, "Method not found")] * 4
 
 
-def test_resources_and_prompts_over_stdio(tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", ["script", "relay"])
+def test_resources_and_prompts_over_stdio(source: str, tmp_path: Path, server: BackgroundServer) -> None:
+    # the process serving the script itself, and relaying to a running server (`--url`)
     script = tmp_path / "weather.mockllm"
     script.write_text(LIBRARY, encoding="utf-8")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mockllm", "mcp", "weather", str(script)])
+    where = [str(script)] if source == "script" else ["--url", server.url]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mockllm", "mcp", "weather", *where])
 
     async def go() -> tuple[Any, dict[str, Any]]:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
@@ -152,3 +156,30 @@ def test_resources_and_prompts_over_stdio(tmp_path: Path) -> None:
     init, got = run(go)
     assert init.capabilities.resources is not None and init.capabilities.prompts is not None
     check_everything(got)
+
+
+def test_malformed_params_get_the_sdks_invalid_params_error(server: BackgroundServer) -> None:
+    head = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    url = server.url + "/mcp/weather"
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    sid = httpx.post(url, json=init, headers=head).headers["mcp-session-id"]
+    bad = [
+        ("resources/read", {}),
+        ("resources/read", {"uri": 7}),
+        ("prompts/get", {}),
+        ("prompts/get", {"name": "ask_forecast", "arguments": {"city": 3}}),
+        ("prompts/get", {"name": "ask_forecast", "arguments": ["Paris"]}),
+    ]
+    for i, (method, params) in enumerate(bad, 2):
+        reply = httpx.post(
+            url,
+            json={"jsonrpc": "2.0", "id": i, "method": method, "params": params},
+            headers={**head, "mcp-session-id": sid},
+        )
+        assert reply.status_code == 200, (method, params)
+        body = reply.json()
+        assert body["id"] == i and body["error"] == {
+            "code": -32602,
+            "message": "Invalid request parameters",
+            "data": "",
+        }
