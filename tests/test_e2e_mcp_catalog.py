@@ -56,6 +56,7 @@ async def everything(c: ClientSession) -> dict[str, Any]:
     """Every resource and prompt request, and the errors of the wrong ones, through one client."""
     out: dict[str, Any] = {
         "resources": (await c.list_resources()).resources,
+        "templates": (await c.list_resource_templates()).resource_templates,
         "cities": await c.read_resource("weather://cities"),
         "stations": await c.read_resource("weather://stations.json"),
         "prompts": (await c.list_prompts()).prompts,
@@ -76,6 +77,7 @@ async def everything(c: ClientSession) -> dict[str, Any]:
 
 
 def check_everything(got: dict[str, Any]) -> None:
+    assert got["templates"] == []  # none declared (as the official server lists none)
     listed = {str(r.uri): r for r in got["resources"]}
     assert list(listed) == ["weather://cities", "weather://stations.json"]
     assert listed["weather://cities"].name == "weather://cities"
@@ -129,7 +131,8 @@ def test_a_server_without_resources_or_prompts_advertises_and_serves_none(server
     async def go() -> tuple[Any, list[MCPError]]:
         async with session(server.url + "/mcp/plain") as (s, init):
             errors = []
-            for call in (s.list_resources(), s.list_prompts(), s.read_resource("x://y"), s.get_prompt("p", {})):
+            calls = (s.list_resources(), s.list_prompts(), s.read_resource("x://y"), s.get_prompt("p", {}))
+            for call in (*calls, s.list_resource_templates()):
                 try:
                     await call
                 except MCPError as exc:
@@ -138,7 +141,7 @@ def test_a_server_without_resources_or_prompts_advertises_and_serves_none(server
 
     init, errors = run(go)
     assert init.capabilities.resources is None and init.capabilities.prompts is None
-    assert [(e.code, e.message) for e in errors] == [(-32601, "Method not found")] * 4
+    assert [(e.code, e.message) for e in errors] == [(-32601, "Method not found")] * 5
 
 
 @pytest.mark.parametrize("source", ["script", "relay"])

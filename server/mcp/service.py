@@ -91,6 +91,7 @@ _DECLARED: dict[str, Callable[[McpServer, p.Message], dict[str, Any]]] = {
     "tools/list": lambda server, msg: p.rpc_result(msg.id, p.tools_list(server)),
     "resources/list": lambda server, msg: p.rpc_result(msg.id, catalog.resources_list(server)),
     "resources/read": lambda server, msg: catalog.resources_read(server, msg.id, msg.params),
+    "resources/templates/list": lambda server, msg: p.rpc_result(msg.id, {"resourceTemplates": []}),
     "prompts/list": lambda server, msg: p.rpc_result(msg.id, catalog.prompts_list(server)),
     "prompts/get": lambda server, msg: catalog.prompts_get(server, msg.id, msg.params),
 }
