@@ -292,7 +292,15 @@ class JournalEntry:
             )
             if len(request) <= _FRAGMENT_CHARS:  # (the model and path are the client's: a long one is not kept)
                 _keep(asked, request)
-        who = (self.scenario, self.step, self.location, bool(self.fallback), bool(self.echo), self.no_match is None)
+        who = (
+            self.scenario,
+            self.step,
+            self.location,
+            bool(self.fallback),
+            bool(self.echo),
+            self.no_match is None,
+            self.operation,  # (an echo's answered_by names it)
+        )
         answer = fragments.get(who)
         if answer is None:
             step = self.step

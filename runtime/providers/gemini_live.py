@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mockllm.errors import MockllmError
-from mockllm.runtime.providers.gemini import json_schema
+from mockllm.runtime.providers.gemini import _camel, _get, json_schema  # a field spelled either way
 from mockllm.runtime.realtime import beats as b
 from mockllm.runtime.realtime.protocol import Action, Cancel, Close, Frame, Out, Respond, Send
 from mockllm.runtime.realtime.session import MAX_BUFFER_BYTES, Ask, Item, Output, Session, Settings, heard
@@ -61,18 +61,6 @@ class LiveError(MockllmError):
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word[:1].upper() + word[1:] for word in rest)
-
-
-def _get(data: Mapping[str, Any], camel: str) -> Any:
-    """A field spelled either way: ``turnComplete`` or ``turn_complete``."""
-    if camel in data:
-        return data[camel]
-    return data.get(re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower())
 
 
 def _obj(value: Any, where: str) -> dict[str, Any]:

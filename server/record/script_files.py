@@ -15,16 +15,7 @@ from mockllm.runtime.recording.media import Asset
 def write_script(out_dir: Path, filename: str, text: str) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / filename
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=out_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _write_atomically(target, text.encode("utf-8"))
     return target
 
 
@@ -37,13 +28,18 @@ def write_assets(out_dir: Path, assets: Iterable[Asset]) -> None:
         if target.exists():
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(item.data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _write_atomically(target, item.data)
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    """``data`` into ``target`` through a temporary file beside it, synced, then renamed into place."""
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
