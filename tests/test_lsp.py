@@ -7,6 +7,7 @@ themselves (line and column of a word) and from `mockllm check` / `mockllm fmt` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -173,6 +174,18 @@ class Client:
             for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
                 if stream is not None:
                     stream.close()
+
+
+@contextlib.contextmanager
+def started(root: Path) -> Iterator[Client]:
+    """A language server in ``root``, initialized, shut down after (for other modules' fixtures)."""
+    c = Client(root)
+    try:
+        c.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}})
+        c.notify("initialized", {})
+        yield c
+    finally:
+        c.close()
 
 
 @pytest.fixture(scope="module")

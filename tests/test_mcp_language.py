@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pygments.token import Error, Keyword
-from test_lsp import Client, doc, labels, where
+from test_lsp import Client, doc, labels, started, where
 
 from mockllm.dsl.diagnostics import render
 from mockllm.dsl.format.formatter import format_file
@@ -223,12 +222,8 @@ def test_the_lexer_colours_the_new_words() -> None:
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    root = tmp_path_factory.mktemp("lsp-mcp")
-    c = Client(root)
-    c.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}})
-    c.notify("initialized", {})
-    yield c
-    c.close()
+    with started(tmp_path_factory.mktemp("lsp-mcp")) as c:
+        yield c
 
 
 def test_the_editor_completes_and_explains_the_new_words(client: Client, tmp_path: Path) -> None:
