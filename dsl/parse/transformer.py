@@ -327,15 +327,7 @@ class ScriptTransformer:
         uri = self._s(ch[0])
         rest = list(ch[1:])
         description = self._s(rest.pop(0)) if rest and isinstance(rest[0], Token) else ""
-        lines: dict[str, Line] = {}
-        for line in rest:
-            if line.kind in lines:
-                raise ScriptSyntaxError(
-                    line.span,
-                    f'`{line.kind}` is given twice for resource "{uri}"',
-                    f"keep one (the first is on line {lines[line.kind].span.line})",
-                )
-            lines[line.kind] = line
+        lines = _each_once(rest, f'resource "{uri}"')
         if "text" not in lines:
             raise ScriptSyntaxError(
                 self.here(),
@@ -384,15 +376,7 @@ class ScriptTransformer:
         name = str(ch[0])
         rest = list(ch[1:])
         description = self._s(rest.pop(0)) if rest and isinstance(rest[0], Token) else ""
-        schemas: dict[str, Line] = {}
-        for line in rest:
-            if line.kind in schemas:
-                raise ScriptSyntaxError(
-                    line.span,
-                    f"`{line.kind}` is given twice for tool `{name}`",
-                    f"keep one (the first is on line {schemas[line.kind].span.line})",
-                )
-            schemas[line.kind] = line
+        schemas = _each_once(rest, f"tool `{name}`")
         if "input" not in schemas:
             raise ScriptSyntaxError(
                 self.here(),
@@ -823,3 +807,18 @@ def _apart(ch: Sequence[Token], i: int) -> n.Duration | None:
 def json_text(value: Any) -> str:
     """JSON as the formatter writes it: compact, on one line, with ', ' and ': ' separators."""
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _each_once(lines: list[Line], owner: str) -> dict[str, Line]:
+    """A declaration's lines by kind (a tool's ``input``/``output``, a resource's ``text``/``mime``),
+    refusing a kind given twice for ``owner`` (``tool `get_forecast` ``, ``resource "URI"``)."""
+    seen: dict[str, Line] = {}
+    for line in lines:
+        if line.kind in seen:
+            raise ScriptSyntaxError(
+                line.span,
+                f"`{line.kind}` is given twice for {owner}",
+                f"keep one (the first is on line {seen[line.kind].span.line})",
+            )
+        seen[line.kind] = line
+    return seen
