@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 
-from mockllm.server.options import Sleep
+from mockllm.server.options import ServerOptions, Sleep
 
 
 class Shutdown:
@@ -56,3 +57,25 @@ class Shutdown:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+
+
+async def hold(options: ServerOptions, stopping: asyncio.Event, *also: Awaitable[object]) -> tuple[int, str]:
+    """A `hang` step's wait, for every transport that serves one (chat requests, MCP calls, realtime
+    responses): the first of the hang limit, ``stopping`` and each of ``also`` (the client leaving).
+    Returns the status and note of the error that ends the hang: 503 when the server is stopping, else
+    504 (the limit). A caller that also waits for its client checks first whether it left: then
+    nothing is answered."""
+    waits = [
+        asyncio.ensure_future(options.sleep(options.hang_limit_s)),
+        asyncio.ensure_future(stopping.wait()),
+        *(asyncio.ensure_future(w) for w in also),
+    ]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in waits:
+            task.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+    if stopping.is_set():
+        return 503, "hang: the server is stopping"
+    return 504, f"hang: held for the server's hang limit of {options.hang_limit_s:g}s"

@@ -4,11 +4,10 @@ scripted errors, raw bodies, hangs, whole bodies and streams with their faults."
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from mockllm.runtime.engine.journal import REPLY_CHARS, Delivery
 from mockllm.runtime.engine.outcome import Outcome
@@ -19,7 +18,7 @@ from mockllm.runtime.request import ChatRequest
 from mockllm.runtime.values import fast_frozen
 from mockllm.server.http.streaming import Channel, Faults, coalesce, frames_before_error, write_frames
 from mockllm.server.options import ServerOptions
-from mockllm.server.shutdown import Shutdown
+from mockllm.server.shutdown import Shutdown, hold
 
 log = logging.getLogger("mockllm.server")
 
@@ -367,30 +366,11 @@ async def _hang(
     An ASGI app cannot close a connection without answering (the server would send a bare 500), so
     past the limit -- or when the server stops -- the client gets an explicit error in its provider's
     shape saying why, marked not to be retried."""
-    loop = asyncio.get_running_loop()
-    limit = loop.create_task(_await(options.sleep(options.hang_limit_s)))
-    gone = loop.create_task(channel.wait_gone(options.hang_limit_s + 1.0))
-    stop = loop.create_task(closing.wait())
-    try:
-        await asyncio.wait({limit, gone, stop}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (limit, gone, stop):
-            task.cancel()
-        for task in (limit, gone, stop):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+    status, note = await hold(options, closing, channel.wait_gone(options.hang_limit_s + 1.0))
     if channel.gone:
         record(Delivery(0, client_gone=True, note="hang: the client gave up"))
         return
-    if closing.is_set():
-        status, note = 503, "hang: the server is stopping"
-    else:
-        status, note = 504, f"hang: held for the server's hang limit of {options.hang_limit_s:g}s"
     delivery = Delivery(status, note=note)
     rendered = adapter.render_error(status, f"mockllm: {note}", ctx)
     headers = [*extra, ("x-should-retry", "false"), ("connection", "close")]
     await send_whole(channel, rendered, headers, lambda: record(delivery))
-
-
-async def _await(awaitable: Awaitable[None]) -> None:
-    await awaitable

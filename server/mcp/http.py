@@ -21,6 +21,7 @@ from mockllm.runtime.jsonout import compact_encoder
 from mockllm.runtime.mcp import protocol as p
 from mockllm.server.http.streaming import Channel
 from mockllm.server.mcp.service import McpService, Session, software_version
+from mockllm.server.shutdown import hold
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -199,25 +200,10 @@ class McpEndpoint:
         """A `hang` step: nothing until the client leaves, the server stops or its hang limit passes
         (then a JSON-RPC error saying which, as a chat request's hang ends)."""
         options = self.state.options
-        stopping = self.state.shutdown.stopping
-        waits = [
-            asyncio.ensure_future(options.sleep(options.hang_limit_s)),
-            asyncio.ensure_future(channel.wait_gone(options.hang_limit_s + 1.0)),
-            asyncio.ensure_future(stopping.wait()),
-        ]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waits:
-                task.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
+        status, note = await hold(options, self.state.shutdown.stopping, channel.wait_gone(options.hang_limit_s + 1.0))
         if channel.gone:
             self.service.settle(entry_id, 0, client_gone=True, note="hang: the client gave up")
             return
-        if stopping.is_set():
-            status, note = 503, "hang: the server is stopping"
-        else:
-            status, note = 504, f"hang: held for the server's hang limit of {options.hang_limit_s:g}s"
         self.service.settle(entry_id, status, note=note)
         await self._json(channel, status, p.rpc_error(None, p.INTERNAL_ERROR, f"mockllm: {note}"))
 

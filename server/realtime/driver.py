@@ -21,6 +21,7 @@ from mockllm.runtime.engine.journal import Delivery
 from mockllm.runtime.realtime import beats as b
 from mockllm.runtime.realtime.protocol import Cancel, Close, Out, RealtimeProtocol, Respond, Send
 from mockllm.runtime.realtime.session import Ask, Session
+from mockllm.server.shutdown import hold
 
 if TYPE_CHECKING:
     from starlette.types import Receive
@@ -250,18 +251,7 @@ class Driver:
     async def _hang(self) -> tuple[int, str]:
         """A ``hang`` step: nothing until the client cancels or leaves, the server stops or its hang limit
         passes (then the protocol's error saying which)."""
-        options = self.state.options
-        stopping = self.state.shutdown.stopping
-        waits = [asyncio.ensure_future(options.sleep(options.hang_limit_s)), asyncio.ensure_future(stopping.wait())]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waits:
-                task.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
-        if stopping.is_set():
-            return 503, "hang: the server is stopping"
-        return 504, f"hang: held for the server's hang limit of {options.hang_limit_s:g}s"
+        return await hold(self.state.options, self.state.shutdown.stopping)
 
     def _settle(self, entry: int, delivery: Delivery) -> None:
         if not entry:
