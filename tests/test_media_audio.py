@@ -119,3 +119,36 @@ def test_recent_speech_is_kept_within_its_bound(monkeypatch: pytest.MonkeyPatch)
     assert ("one two three", "wav", 1.0) not in audio._spoken  # the oldest went first
     audio.speak("a long one", "wav", seconds=2.0)  # 96 kB: more than an eighth
     assert not any(k[0] == "a long one" for k in audio._spoken)
+
+
+def _tag(version: int, *frames: tuple[bytes, bytes]) -> bytes:
+    """An ID3v2 tag of ``version`` (3: plain frame sizes, 4: syncsafe) holding ``frames``."""
+
+    def size(n: int, syncsafe: bool) -> bytes:
+        return bytes((n >> 21 & 0x7F, n >> 14 & 0x7F, n >> 7 & 0x7F, n & 0x7F)) if syncsafe else n.to_bytes(4, "big")
+
+    body = b"".join(kind + size(len(data), version >= 4) + b"\x00\x00" + data for kind, data in frames)
+    return b"ID3" + bytes((version, 0, 0)) + size(len(body), True) + body
+
+
+@pytest.mark.parametrize("version", [3, 4])
+@pytest.mark.parametrize("fmt", ["mp3", "aac"])
+def test_the_text_is_found_among_other_tags_and_audio_changed_after_is_walked(version: int, fmt: str) -> None:
+    """A tag written by another tool (another frame first, an empty one, another TXXX key) still gives
+    mockllm's text; frames followed by junk, or one frame changed, are counted one by one to the same
+    length as mockllm's own."""
+    own = speak(SHORT, fmt, seconds=1.0)
+    frames = own[own.index(b"\xff", 10) :]  # after mockllm's tag
+    tag = _tag(
+        version,
+        (b"TIT2", b"\x03title"),
+        (b"TXXX", b""),
+        (b"TXXX", b"\x03OTHER\x00no"),
+        (b"TXXX", b"\x03MOCKLLM_TEXT\x00" + SHORT.encode()),
+    )
+    changed = frames[:-3] + b"\x01" + frames[-2:]  # a byte of the last frame's data
+    for audio_bytes in (tag + frames, tag + frames + b"junk", tag + changed):
+        heard = listen(audio_bytes)
+        assert (heard.format, heard.text) == (fmt, SHORT)
+        assert heard.seconds == pytest.approx(listen(own).seconds)
+    assert listen(_tag(version, (b"TIT2", b"\x03title")) + frames).text is None

@@ -28,9 +28,11 @@ def write(frames: int, text: str) -> bytes:
 
 def read(data: bytes) -> Heard:
     """An ADTS stream's length (its frames counted) and the text of its ID3 tag."""
-    text, audio = id3.split(data)
-    if audio[:4] == _FRAME[:4] and len(audio) % len(_FRAME) == 0 and audio == _FRAME * (len(audio) // len(_FRAME)):
-        return Heard("aac", len(audio) // len(_FRAME) * FRAME_SAMPLES / RATE, text)  # mockllm's own: no walk
+    text, at = id3.read(data)
+    count, rest = divmod(len(data) - at, len(_FRAME))
+    if count > 0 and not rest and data.startswith(_FRAME, at) and data.endswith(_FRAME * count):
+        return Heard("aac", count * FRAME_SAMPLES / RATE, text)  # mockllm's own: no walk (and no copy)
+    audio = data[at:]
     pos, seconds, frames = 0, 0.0, 0
     while pos + 7 <= len(audio) and audio[pos] == 0xFF and audio[pos + 1] & 0xF6 == 0xF0:
         rate_index = (audio[pos + 2] >> 2) & 0xF

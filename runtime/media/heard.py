@@ -3,12 +3,11 @@ they claim to be (:class:`UnreadableAudio`)."""
 
 from __future__ import annotations
 
-import attrs
-
 from mockllm.errors import MockllmError
+from mockllm.runtime.values import fast_frozen
 
 
-@attrs.frozen
+@fast_frozen  # (one per transcription)
 class Heard:
     """An audio file as a listener sees it: its format, its length, and the text it carries when
     mockllm made it (None for other audio)."""

@@ -21,20 +21,21 @@ def tag(text: str) -> bytes:
     return b"ID3\x04\x00\x00" + _syncsafe(len(frame)) + frame
 
 
-def split(data: bytes) -> tuple[str | None, bytes]:
-    """The ``MOCKLLM_TEXT`` of a leading ID3v2 tag (None without one), and the bytes after the tag."""
+def read(data: bytes) -> tuple[str | None, int]:
+    """The ``MOCKLLM_TEXT`` of a leading ID3v2 tag (None without one), and where the bytes after the tag
+    start (0 without one). Nothing is copied but the text: the MP3 and AAC readers look at the audio
+    in place (copying a 5-second upload's audio out of it took a tenth of reading it)."""
     if not data.startswith(b"ID3") or len(data) < 10:
-        return None, data
+        return None, 0
     version, flags = data[3], data[5]
     end = 10 + _unsyncsafe(data[6:10]) + (10 if flags & 0x10 else 0)
-    frames, text, pos = data[10:end], None, 0
-    while pos + 10 <= len(frames) and frames[pos] != 0:
-        kind, raw = frames[pos : pos + 4], frames[pos + 4 : pos + 8]
-        size = _unsyncsafe(raw) if version >= 4 else int.from_bytes(raw, "big")
-        body = frames[pos + 10 : pos + 10 + size]
-        if kind == b"TXXX" and body[:1] == b"\x03":
-            key, _, value = body[1:].partition(b"\x00")
+    limit, text, pos = min(end, len(data)), None, 10
+    while pos + 10 <= limit and data[pos] != 0:
+        size = _unsyncsafe(data[pos + 4 : pos + 8]) if version >= 4 else int.from_bytes(data[pos + 4 : pos + 8], "big")
+        body_end = min(pos + 10 + size, limit)
+        if data.startswith(b"TXXX", pos) and pos + 10 < body_end and data[pos + 10] == 3:  # UTF-8 TXXX
+            key, _, value = data[pos + 11 : body_end].partition(b"\x00")
             if key.decode("latin-1") == KEY:
                 text = value.decode("utf-8", "replace")
         pos += 10 + size
-    return text, data[end:]
+    return text, end

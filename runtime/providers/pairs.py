@@ -17,6 +17,7 @@ from typing import Any
 
 from mockllm.runtime.providers import registry
 from mockllm.runtime.providers.base import Adapter, ProviderError, RenderContext, Rendered
+from mockllm.runtime.providers.common import lower_headers
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import Attachment, ChatRequest, HttpRequest, Operation, Provider
 
@@ -50,7 +51,7 @@ def inputs_request(
         model=model,
         stream=stream,
         messages=(),
-        headers=dict(http.headers),
+        headers=lower_headers(http.headers),  # (the server's lower-cased headers, shared: not copied)
         body=body,
         operation=operation,
         inputs=inputs,

@@ -11,6 +11,7 @@ when rendered. Nothing here encodes: the provider's render function does, in the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -34,35 +35,42 @@ def default_transcript(chat: ChatRequest) -> str:
     return carried if carried else placeholder(chat.audio_seconds)
 
 
-def plan_media(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) -> Plan:
-    """``plan`` completed for ``chat``'s operation (errors, raw bodies and hangs are left as they are)."""
-    if not isinstance(plan, MessagePlan):
+def plan_media(plan: Plan | None, block: nodes.ReplyBlock | None, chat: ChatRequest) -> Plan:
+    """``plan`` completed for ``chat``'s operation (errors, raw bodies and hangs are left as they are);
+    ``plan`` None: nothing scripted (``block`` None too), the plan is made here whole. (Making it costs
+    a tenth of making a bare plan and copying it with ``attrs.evolve``, about 3 µs of a request.)"""
+    if plan is not None and not isinstance(plan, MessagePlan):
         return plan
+    base = plan if plan is not None else MessagePlan(model=chat.model)
     elements: Sequence[nodes.ReplyElement] = block.elements if block is not None else ()
     scripted_usage = any(isinstance(el, nodes.Usage) for el in elements)
     prompt = chat.inputs[0] if chat.inputs else ""
-    input_tokens = plan.input_tokens if scripted_usage else max(1, estimate(prompt))
+    input_tokens = base.input_tokens if scripted_usage else max(1, estimate(prompt))
+    changes: dict[str, Any]
     if chat.operation == "images":
         images = tuple(el.data for el in elements if isinstance(el, nodes.Image) and el.data is not None)
-        return attrs.evolve(plan, images=images, input_tokens=input_tokens)
-    if chat.operation == "speech":
-        text = plan.text or prompt
+        changes = {"images": images, "input_tokens": input_tokens}
+    elif chat.operation == "speech":
+        text = base.text or prompt
         audio = next((el for el in elements if isinstance(el, nodes.Audio)), None)
-        return attrs.evolve(
-            plan,
-            text=text,
-            text_chunks=(text,) if text else (),  # (speech is sent as audio: its text is never split)
-            audio=audio.data if audio is not None else None,
-            audio_seconds=audio.length.seconds if audio is not None and audio.length is not None else None,
-            input_tokens=input_tokens,
-            output_tokens=plan.output_tokens if scripted_usage else max(1, estimate(text)),
-        )
-    text = plan.text or default_transcript(chat)  # a transcription or translation
-    if plan.text:
-        chunks = plan.text_chunks
-    else:  # streamed, the transcript comes word by word; whole, it is never split
-        chunks = split_words(text) if chat.stream else (text,)
-    output_tokens = plan.output_tokens if scripted_usage else max(1, estimate(text))
-    seconds_tokens = max(1, round((chat.audio_seconds or 0.0) * 10))  # audio tokens: about 10 a second
-    tokens = plan.input_tokens if scripted_usage else seconds_tokens
-    return attrs.evolve(plan, text=text, text_chunks=chunks, input_tokens=tokens, output_tokens=output_tokens)
+        changes = {
+            "text": text,
+            "text_chunks": (text,) if text else (),  # (speech is sent as audio: its text is never split)
+            "audio": audio.data if audio is not None else None,
+            "audio_seconds": audio.length.seconds if audio is not None and audio.length is not None else None,
+            "input_tokens": input_tokens,
+            "output_tokens": base.output_tokens if scripted_usage else max(1, estimate(text)),
+        }
+    else:  # a transcription or translation
+        text = base.text or default_transcript(chat)
+        if base.text:
+            chunks = base.text_chunks
+        else:  # streamed, the transcript comes word by word; whole, it is never split
+            chunks = split_words(text) if chat.stream else (text,)
+        output_tokens = base.output_tokens if scripted_usage else max(1, estimate(text))
+        seconds_tokens = max(1, round((chat.audio_seconds or 0.0) * 10))  # audio tokens: about 10 a second
+        tokens = base.input_tokens if scripted_usage else seconds_tokens
+        changes = {"text": text, "text_chunks": chunks, "input_tokens": tokens, "output_tokens": output_tokens}
+    if plan is None:
+        return MessagePlan(model=chat.model, **changes)
+    return attrs.evolve(plan, **changes)

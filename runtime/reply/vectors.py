@@ -56,5 +56,8 @@ def plan_inputs(plan: Plan, block: nodes.ReplyBlock | None, chat: ChatRequest) -
 
 def default_plan(chat: ChatRequest) -> Plan:
     """What the echo double answers an embedding or moderation request: the default embedder's vectors,
-    nothing flagged. For an MCP call: a plan without a result (the declared tool's default answers)."""
+    nothing flagged. For an MCP call: a plan without a result (the declared tool's default answers).
+    For speech, a transcription or images: the plan made whole (:func:`plan_media` without a plan)."""
+    if chat.operation in MEDIA_OPERATIONS:
+        return plan_media(None, None, chat)
     return plan_inputs(MessagePlan(model=chat.model), None, chat)
