@@ -103,6 +103,9 @@ class ChatRequest:
     tools: tuple[Tool, ...] = ()
     headers: Mapping[str, str] = attrs.field(factory=dict)  # names lower-cased
     body: Any = None  # the raw JSON body, for `field "a.b"` conditions
+    # when ``body`` is parsed from JSON (or is part of it): that JSON's length as received, so the journal
+    # knows a small body is small without measuring it (JournalEntry.body_bound); None: not known
+    body_size: int | None = None
     include_usage: bool = False  # OpenAI stream_options.include_usage
     previous_response_id: str | None = None  # Responses API; Anthropic's thread `previous_message_id`
     thread: str | None = None  # Anthropic message threads: "create" or "continue" (None: no thread)

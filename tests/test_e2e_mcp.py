@@ -5,6 +5,7 @@ Agents SDK's MCP integration with mockllm as both the model and the tool server.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -396,6 +397,30 @@ def test_bad_input_gets_protocol_errors_and_never_stalls(server: BackgroundServe
     fresh_sid = initialized(server)
     ping = post(server, {"jsonrpc": "2.0", "id": 5, "method": "ping"}, {"mcp-session-id": fresh_sid})
     assert ping.json() == {"jsonrpc": "2.0", "id": 5, "result": {}}
+
+
+def test_a_body_is_read_as_json_loads_reads_it(server: BackgroundServer) -> None:
+    """The endpoint reads a body that opens with ``{`` itself (server/mcp/http.py ``_loads``): every body
+    gets what ``json.loads`` makes of it, its value or its error, word for word."""
+    sid = initialized(server)
+    ping = {"jsonrpc": "2.0", "id": 6, "method": "ping"}
+    text = json.dumps(ping)
+    for body in [
+        text.encode() + b"\n",
+        b" " + text.encode(),
+        codecs.BOM_UTF8 + text.encode(),
+        text.encode("utf-16-le"),
+        json.dumps({**ping, "id": "\u00e9"}, ensure_ascii=False).encode(),
+    ]:
+        answer = post(server, body, {"mcp-session-id": sid}).json()
+        assert answer["result"] == {} and answer["id"] in (6, "\u00e9"), body
+    for bad in [b"{", b'{"jsonrpc": "2.0"} x', b'{"a": "\xff"}', b"{\x00}", b'{"a": [' + b"1," * 10 + b"}", b"{}{}"]:
+        try:
+            json.loads(bad)
+        except ValueError as exc:
+            expected = f"Parse error: {exc}"
+        answer = post(server, bad, {"mcp-session-id": sid})
+        assert answer.status_code == 400 and answer.json()["error"] == {"code": -32700, "message": expected}, bad
 
 
 def test_a_whole_agent_loop_through_the_openai_agents_sdk(server: BackgroundServer) -> None:

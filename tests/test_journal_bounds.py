@@ -4,6 +4,7 @@ wherever a report shows a header's value."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import subprocess
@@ -21,7 +22,7 @@ from conftest import Serve, compile_text
 
 from mockllm.runtime.engine.conversations import KEY_CHARS, stored_key
 from mockllm.runtime.engine.engine import Engine
-from mockllm.runtime.engine.journal import ENTRY_ALLOWANCE, Delivery, Journal, JournalEntry
+from mockllm.runtime.engine.journal import ENTRY_ALLOWANCE, Delivery, Journal, JournalEntry, _size
 from mockllm.runtime.request import ChatRequest, Message
 from mockllm.server.background import BackgroundServer
 
@@ -58,6 +59,31 @@ def test_a_large_body_is_written_from_its_start_only() -> None:
     matched = JournalEntry(2, 0.0, "c", "openai", "/v1/chat/completions", "m", False, 200, body={"n": [1, 2]})
     journal.add(matched)
     assert journal.to_json()[1]["body"] == {"n": [1, 2]}  # a matched request keeps its body too
+
+
+_BOUNDED_BODIES: list[Any] = [
+    {"name": "get_forecast", "arguments": {"city": "Paris"}},
+    {"n": [0] * 60},  # small numbers: the most the estimate counts per character of JSON
+    {"a": [True, None, False, 1.5e300], "b": {"": "", "k" * 30: ["x", []]}, "é": "\u00e9\ud83d\ude00"},
+    {"text": "y" * 300},
+]
+
+
+@pytest.mark.parametrize("cap", [0, 10, 64, 130, 400, 65_536])
+def test_a_body_bounded_by_its_json_length_is_kept_as_a_measured_one(cap: int) -> None:
+    """keep_body skips measuring a body parsed from at most cap / 2 characters of JSON (an MCP call's
+    arguments: ``body_bound``); what it keeps and counts is what measuring it gives, short or cut."""
+    for body in _BOUNDED_BODIES:
+        sent = json.dumps({"jsonrpc": "2.0", "params": body})  # the request the body is a part of
+        measured, bounded = entry(1, body), entry(2, body)
+        bounded.body_bound = len(sent)
+        assert bounded.keep_body(cap) == measured.keep_body(cap)
+        assert (bounded.body_text, bounded.body_bytes, bounded.body_truncated) == (
+            measured.body_text,
+            measured.body_bytes,
+            measured.body_truncated,
+        )
+        assert _size(body, 10**9) <= 8 * len(json.dumps(body, separators=(",", ":")))  # what the skip rests on
 
 
 def test_the_total_cap_drops_the_oldest_entries_first() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -95,54 +95,56 @@ def role_values(chat: ChatRequest, role: str) -> list[str]:
     return out
 
 
+def _or_absent(v: Any) -> Any:
+    return ABSENT if v is None else v
+
+
+def _system_prompt(chat: ChatRequest) -> Any:
+    if chat.system:
+        return chat.system
+    system = role_values(chat, "system")
+    return "\n".join(system) if system else ABSENT
+
+
+def _tools(chat: ChatRequest) -> Any:
+    names = chat.tool_names()
+    return list(names) if names else ABSENT
+
+
+def _attachments(chat: ChatRequest) -> Any:
+    kinds = chat.attachment_kinds()
+    return kinds if kinds else ABSENT
+
+
+#: what each kind of subject reads, given the request and the subject's argument (a table rather than a
+#: chain of ``if kind == …``: the subjects read last in the chain, `tool` and `argument`, took a dozen
+#: comparisons on every condition an MCP call tried)
+_READERS: dict[str, Callable[[ChatRequest, str], Any]] = {
+    "provider": lambda chat, arg: chat.provider,
+    "endpoint": lambda chat, arg: chat.endpoint,
+    "model": lambda chat, arg: chat.model,
+    "stream": lambda chat, arg: chat.stream,
+    "last_user_message": lambda chat, arg: _or_absent(chat.last_user_message()),
+    "last_message": lambda chat, arg: _or_absent(chat.last_message()),
+    "any_message": lambda chat, arg: role_values(chat, arg),
+    "system_prompt": lambda chat, arg: _system_prompt(chat),
+    "tools": lambda chat, arg: _tools(chat),
+    "tool_result": lambda chat, arg: _or_absent(chat.latest_tool_result(arg)),
+    "header": lambda chat, arg: _or_absent(chat.header(arg)),
+    "field": lambda chat, arg: _walk(chat.body, arg),
+    "turn": lambda chat, arg: chat.turn(),
+    "input": lambda chat, arg: list(chat.inputs),
+    "tool": lambda chat, arg: _or_absent(chat.tool),
+    "argument": lambda chat, arg: ABSENT if chat.tool is None else _walk(chat.arguments, arg),
+    "attachments": lambda chat, arg: _attachments(chat),
+}
+
+
 def subject_value(subject: Subject, chat: ChatRequest) -> Any:
     """What ``subject`` reads from the request, or :data:`ABSENT`. ``any ROLE message`` gives the list
     of that role's message texts; ``tool result for`` gives the :class:`ToolResult`."""
-    kind = subject.kind
-    if kind == "provider":
-        return chat.provider
-    if kind == "endpoint":
-        return chat.endpoint
-    if kind == "model":
-        return chat.model
-    if kind == "stream":
-        return chat.stream
-    if kind == "last_user_message":
-        v = chat.last_user_message()
-        return ABSENT if v is None else v
-    if kind == "last_message":
-        v = chat.last_message()
-        return ABSENT if v is None else v
-    if kind == "any_message":
-        return role_values(chat, subject.arg or "")
-    if kind == "system_prompt":
-        if chat.system:
-            return chat.system
-        system = role_values(chat, "system")
-        return "\n".join(system) if system else ABSENT
-    if kind == "tools":
-        names = chat.tool_names()
-        return list(names) if names else ABSENT
-    if kind == "tool_result":
-        r = chat.latest_tool_result(subject.arg or "")
-        return ABSENT if r is None else r
-    if kind == "header":
-        h = chat.header(subject.arg or "")
-        return ABSENT if h is None else h
-    if kind == "field":
-        return _walk(chat.body, subject.arg or "")
-    if kind == "turn":
-        return chat.turn()
-    if kind == "input":
-        return list(chat.inputs)
-    if kind == "tool":
-        return ABSENT if chat.tool is None else chat.tool
-    if kind == "argument":
-        return ABSENT if chat.tool is None else _walk(chat.arguments, subject.arg or "")
-    if kind == "attachments":
-        kinds = chat.attachment_kinds()
-        return kinds if kinds else ABSENT
-    return ABSENT
+    read = _READERS.get(subject.kind)
+    return ABSENT if read is None else read(chat, subject.arg or "")
 
 
 def names_operation(value: Any) -> bool:
@@ -329,7 +331,10 @@ def _check(cond: Condition, v: Any) -> bool:
         if op == "absent":
             return not v
         return any(_holds(op, x, cond.predicate.value, cond.ignore_case) for x in v)
-    return _holds(op, v, cond.predicate.value, cond.ignore_case)
+    operand = cond.predicate.value
+    if op == "is" and type(v) is str and type(operand) is str:  # most conditions: what _same does, in one step
+        return v.casefold() == operand.casefold() if cond.ignore_case else v == operand
+    return _holds(op, v, operand, cond.ignore_case)
 
 
 def holds(cond: Condition, chat: ChatRequest) -> bool:

@@ -108,12 +108,15 @@ class MachineState:
         moves to it (`always` steps never move the position). ``captures``: all of them after the step,
         or None when it captured nothing new."""
         counts = dict(self.uses)
-        used = counts[index] = counts.get(index, 0) + 1
+        before = counts.get(index)
+        used = counts[index] = 1 if before is None else before + 1
         position = self.position
         if max_uses is not None and used >= max_uses:
             position = index
         kept = self.captures if captures is None else tuple(captures.items())
-        return MachineState(self.generation, position, tuple(sorted(counts.items())), kept)
+        # a step used before keeps its place in the (sorted) counts: only a new one needs sorting in
+        uses = tuple(counts.items()) if before is not None else tuple(sorted(counts.items()))
+        return MachineState(self.generation, position, uses, kept)
 
 
 @attrs.frozen

@@ -494,6 +494,8 @@ class Engine:
         )
         if entry.attachments:  # the journal shows attachments as kind, type and size: never their payload
             entry.body = without_payloads(chat.body)
+        else:
+            entry.body_bound = chat.body_size
         remember: tuple[str, StoredResponse] | None = None
         how = chat.continuation
         if how is not None and isinstance(plan, MessagePlan):  # later turns may continue from this answer

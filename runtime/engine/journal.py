@@ -137,6 +137,8 @@ class JournalEntry:
     # the request's images, audio and files: (kind, media type, size in bytes), never their payload
     attachments: tuple[tuple[str, str, int], ...] = ()
     operation: str | None = None  # what the request asked for (`endpoint is "…"`): chat, embeddings, mcp …
+    # the length of the JSON text ``body`` was parsed from (or a part of), when known: see keep_body
+    body_bound: int | None = None
 
     @property
     def status(self) -> int:
@@ -348,7 +350,12 @@ class JournalEntry:
         """Store the body as JSON text, cut to ``cap`` characters; the bytes it now costs."""
         if self.body is None or self.body_text is not None:
             return len(self.body_text or "")
-        body, size = self.body, _size(self.body, 4 * cap)
+        body, bound = self.body, self.body_bound
+        # _size counts at most 8 per character of the JSON a body was parsed from (8 for a 1-character
+        # number, a string's length and quotes for at least as many characters …): a body from at most
+        # cap / 2 characters is under 4 * cap without walking it (a third of keep_body's time, on a
+        # small body; what is kept and counted is the same)
+        size = 0 if bound is not None and 0 < bound and 2 * bound <= cap else _size(body, 4 * cap)
         self.body = None
         if size > 4 * cap:  # a large body (an image inline): only its start is written, never the whole
             text = _json_text(_start(body, [cap]))

@@ -53,11 +53,13 @@ class Message:
     id: Any
     method: str
     params: Mapping[str, Any]
+    size: int | None = None  # the length of the JSON text it was read from, when known
 
 
-def read_message(obj: Any) -> Message | dict[str, Any]:
+def read_message(obj: Any, size: int | None = None) -> Message | dict[str, Any]:
     """The message ``obj`` holds, or the JSON-RPC error answering it (-32600 for anything that is not
-    one message: a batch, a bare value, a missing ``jsonrpc``)."""
+    one message: a batch, a bare value, a missing ``jsonrpc``). ``size``: the length of the JSON text
+    ``obj`` was parsed from (the journal's bound on a call's arguments: ``ChatRequest.body_size``)."""
     if isinstance(obj, list):
         return rpc_error(None, INVALID_REQUEST, "Invalid Request: batches are not supported; send one message")
     if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
@@ -77,7 +79,7 @@ def read_message(obj: Any) -> Message | dict[str, Any]:
         params = {}
     if not isinstance(params, dict):
         return rpc_error(msg_id, INVALID_PARAMS, "Invalid request parameters")
-    return Message("request" if "id" in obj else "notification", msg_id, method, params)
+    return Message("request" if "id" in obj else "notification", msg_id, method, params, size)
 
 
 def negotiate(params: Mapping[str, Any]) -> str:
@@ -158,6 +160,7 @@ def prepare_call(server: McpServer, msg: Message, conversation: str, headers: Ma
         messages=(),
         headers=sent,
         body=msg.params,
+        body_size=msg.size,  # the params are part of the message: its length bounds theirs
         operation="mcp",
         tool=name,
         arguments=arguments,

@@ -62,7 +62,7 @@ class StdioServer:
             except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 self.write(p.rpc_error(None, p.PARSE_ERROR, f"Parse error: {exc}"))
                 continue
-            msg = p.read_message(obj)
+            msg = p.read_message(obj, len(raw))
             if isinstance(msg, dict):
                 self.write(msg)
                 continue
