@@ -269,6 +269,37 @@ def test_expectation_failure_is_a_400_recorded_in_journal_and_verify() -> None:
     assert engine.conversations()[0]["machines"][0]["position"] == "ask"
 
 
+def test_a_turn_writes_each_field_of_its_entry_and_outcome_in_its_place() -> None:
+    """Engine.turn builds the journal entry and the outcome positionally (for speed): every field,
+    each with a value no other field has, lands where it belongs."""
+    expect = c("model", "is", "gpt-4.1")
+    engine = Engine(library(machine("Strict", step(0, "ask", expects=(expect,)))), clock=FakeClock(1234.5))
+    request = chat("x", conversation="conv-1", provider="anthropic", stream=True, body={"k": "v"}, body_size=9)
+    out = engine.handle(request)
+    entry = engine._journal.entries()[-1]
+    assert (entry.id, entry.time, entry.conversation) == (out.entry_id, 1234.5, "conv-1")
+    assert (entry.provider, entry.endpoint, entry.model, entry.stream) == (
+        "anthropic",
+        "/v1/chat/completions",
+        "gpt-4o",
+        True,
+    )
+    assert (entry.planned, entry.scenario, entry.step, entry.location) == (400, "Strict", "ask", "weather.mockllm:10:5")
+    assert (entry.fallback, entry.echo, entry.no_match) == (False, False, None)
+    assert entry.expectation_failed == out.expectation_failed and "gpt-4.1" in (out.expectation_failed or "")
+    assert entry.response_id == out.response_id and len(out.response_id) == 50
+    assert entry.remark is None and entry.rejected is None and entry.delivery is None
+    assert (entry.body_text, entry.body_bound, entry.operation, entry.attachments) == ('{"k":"v"}', 9, "chat", ())
+    assert (out.conversation, out.scenario, out.step, out.step_span.line, out.fallback) == (
+        "conv-1",
+        "Strict",
+        "ask",
+        10,
+        False,
+    )
+    assert isinstance(out.plan, ErrorPlan) and out.no_match is None
+
+
 def test_expectation_that_holds_answers_normally() -> None:
     engine = Engine(library(machine("Ok", step(0, "ask", expects=(c("model", "glob", "gpt-*"),)))))
     out = engine.handle(chat("x"))

@@ -236,8 +236,10 @@ class ConversationTable(_Bounded[Conversation]):
         """The conversation named ``key``, created if new, marked as just used."""
         now = self._clock.monotonic()
         with self._lock:
-            self._evict_idle(now)
-            conv = self._table.get(key)
+            table = self._table
+            if table and now - next(iter(table.values())).last_used > self._idle:  # (_evict_idle's test, inline)
+                self._evict_idle(now)
+            conv = table.get(key)
             if conv is None:
                 conv = Conversation(key, now)
                 self._put(key, conv)

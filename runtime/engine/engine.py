@@ -159,8 +159,12 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/=_\-]+")
 
 def journal_attachments(chat: ChatRequest) -> tuple[tuple[str, str, int], ...]:
     """What the journal shows of a request's images, audio and files: kind, media type and size."""
-    if not chat.attachments and not any(m.attachments for m in chat.messages):
-        return ()
+    if not chat.attachments:
+        for m in chat.messages:  # (a loop, not any(): no generator on every request)
+            if m.attachments:
+                break
+        else:
+            return ()
     found = [*chat.attachments, *(a for m in chat.messages for a in m.attachments)]
     return tuple((a.kind, a.media_type, a.size) for a in found)
 
@@ -470,47 +474,49 @@ class Engine:
         scenario = machine.name if machine is not None else None
         step_name = step.name if step is not None else None
         no_match = sel.report if plan is None else None
+        attachments = journal_attachments(chat)
+        # positional, in the fields' order: as keywords, these two calls cost 0.9 µs more a request (a
+        # call with twenty keywords matches each by name)
         entry = JournalEntry(
-            id=entry_id,
-            time=self._clock.now(),
-            conversation=key,
-            provider=chat.provider,
-            endpoint=chat.endpoint,
-            model=chat.model,
-            stream=chat.stream,
-            planned=_status(plan),
-            scenario=scenario,
-            step=step_name,
-            location=location,
-            fallback=fallback,
-            echo=sel.echo,
-            no_match=no_match,
-            expectation_failed=failure,
-            response_id=response_id,
-            remark=note,
-            body=chat.body,  # kept as bounded JSON text by the journal: `mockllm explain`, the inspector
-            attachments=journal_attachments(chat),
+            entry_id,  # id
+            self._clock.now(),  # time
+            key,  # conversation
+            chat.provider,
+            chat.endpoint,
+            chat.model,
+            chat.stream,
+            _status(plan),  # planned
+            scenario,
+            step_name,  # step
+            location,
+            fallback,
+            sel.echo,
+            no_match,
+            failure,  # expectation_failed
+            response_id,
+            note,  # remark
+            # kept as bounded JSON text by the journal (`mockllm explain`, the inspector); attachments as
+            # kind, type and size, never their payload
+            without_payloads(chat.body) if attachments else chat.body,  # body
+            attachments=attachments,
             operation=chat.operation,
+            body_bound=None if attachments else chat.body_size,
         )
-        if entry.attachments:  # the journal shows attachments as kind, type and size: never their payload
-            entry.body = without_payloads(chat.body)
-        else:
-            entry.body_bound = chat.body_size
         remember: tuple[str, StoredResponse] | None = None
         how = chat.continuation
         if how is not None and isinstance(plan, MessagePlan):  # later turns may continue from this answer
             remember = (how.kept_id(response_id), self._stored(key, chat, plan, how.call_prefix, how.call_length))
         outcome = Outcome(
-            conversation=key,
-            entry_id=entry_id,
-            plan=plan,
-            scenario=scenario,
-            step=step_name,
-            step_span=step.span if step is not None else NO_SPAN,
-            fallback=fallback,
-            no_match=no_match,
-            expectation_failed=failure,
-            response_id=response_id,
+            key,  # conversation
+            entry_id,
+            plan,
+            scenario,
+            step_name,  # step
+            step.span if step is not None else NO_SPAN,  # step_span
+            fallback,
+            no_match,
+            failure,  # expectation_failed
+            response_id,
         )
         return Turn(outcome, entry, used, remember)
 

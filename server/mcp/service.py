@@ -167,8 +167,12 @@ class McpService:
         store = self.store  # in memory, the engine is called directly (as for chat requests)
         outcome = await store.handle(call.chat) if store.shared else self.engine.handle(call.chat)
         answer = p.answer(msg.id, outcome.plan, call.tool, call.chat.arguments)
-        return Handled(call=answer, entry_id=outcome.entry_id)
+        return Handled(None, answer, outcome.entry_id)
 
     def settle(self, entry_id: int, status: int, *, client_gone: bool = False, note: str | None = None) -> None:
         if entry_id:
-            self.store.settle(entry_id, Delivery(status, client_gone, note))
+            plain = status == 200 and not client_gone and note is None  # (most calls: one shared delivery)
+            self.store.settle(entry_id, _DELIVERED if plain else Delivery(status, client_gone, note))
+
+
+_DELIVERED = Delivery(200)
