@@ -18,8 +18,6 @@ import hashlib
 import importlib.util
 from typing import Any
 
-import attrs
-
 from mockllm.runtime.media import images
 from mockllm.runtime.providers.base import Frame, ProviderError, RenderContext, Rendered
 from mockllm.runtime.providers.common import (
@@ -43,6 +41,7 @@ from mockllm.runtime.providers.openai_transcribe import form_body
 from mockllm.runtime.providers.pairs import inputs_request
 from mockllm.runtime.reply.plan import MessagePlan
 from mockllm.runtime.request import Attachment, ChatRequest, HttpRequest, Provider
+from mockllm.runtime.values import fast_frozen
 
 MAX_PROMPT = 32000
 MAX_N = 10
@@ -209,7 +208,7 @@ def _gpt_image(model: str) -> bool:
     return not model.startswith("dall-e")
 
 
-@attrs.frozen
+@fast_frozen
 class _Picture:
     seed: str
     data: bytes
@@ -231,14 +230,25 @@ def pictures(plan: MessagePlan, chat: ChatRequest) -> tuple[list[_Picture], int,
 
 
 def _usage(plan: MessagePlan, count: int) -> dict[str, Any]:
+    return _usage_of(plan.input_tokens, count)
+
+
+def _usage_of(input_tokens: int, count: int) -> dict[str, Any]:
     output = 272 * count
     return {
-        "input_tokens": plan.input_tokens,
-        "input_tokens_details": {"image_tokens": 0, "text_tokens": plan.input_tokens},
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"image_tokens": 0, "text_tokens": input_tokens},
         "output_tokens": output,
-        "total_tokens": plan.input_tokens + output,
+        "total_tokens": input_tokens + output,
         "output_tokens_details": {"image_tokens": output, "text_tokens": 0},
     }
+
+
+@functools.lru_cache(maxsize=256)  # (two numbers: a prompt's tokens and how many pictures)
+def _usage_text(input_tokens: int, count: int) -> str:
+    """The JSON text of a whole answer's ``usage``: the same for every request of a prompt's length,
+    and encoding its nested objects took 1.7 µs of the 9 µs of rendering an answer."""
+    return json_text(_usage_of(input_tokens, count))
 
 
 def render_images(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
@@ -267,10 +277,11 @@ def render_images(plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> R
         if chat.model == "dall-e-3":
             item["revised_prompt"] = chat.inputs[0] if chat.inputs else ""
         data.append(item)
-    payload: dict[str, Any] = {"created": ctx.created, "data": data}
-    if gpt:
-        payload.update(echo, usage=_usage(plan, len(shown)))
-    pieces = [utf8_json(p) for p in json_text(payload).split(json_text(_B64))]  # (a prompt's é as UTF-8)
+    payload: dict[str, Any] = {"created": ctx.created, "data": data, **(echo if gpt else {})}
+    text = json_text(payload)
+    if gpt:  # the usage last: its text spliced in before the closing brace
+        text = f'{text[:-1]},"usage":{_usage_text(plan.input_tokens, len(shown))}}}'
+    pieces = [utf8_json(p) for p in text.split(_B64_TEXT)]  # (a prompt's é as UTF-8)
     parts = [pieces[0]]
     if len(pieces) > 1:
         for picture, rest in zip(shown, pieces[1:], strict=True):
@@ -285,6 +296,7 @@ def _quoted_base64(data: bytes) -> bytes:
 
 
 _B64 = "\x00mockllm-b64\x00"  # a marker no field of the payload holds (the client's prompt aside: NULs)
+_B64_TEXT = json_text(_B64)  # ... as it is written in the payload's JSON text
 
 
 def _stream(

@@ -31,6 +31,7 @@ from mockllm.runtime.request import ChatRequest, HttpRequest, Provider
 MAX_INPUT = 4096  # characters: the real API's limit on `input`
 DELTA_BYTES = 8192  # raw audio bytes per speech.audio.delta event
 _ROOT = FieldPath()
+_FORMAT_OR_NONE = (None, *FORMATS)
 
 
 def _voice(value: Any) -> None:
@@ -62,9 +63,10 @@ def speech_request(http: HttpRequest, provider: Provider = "openai", model: str 
     if len(text) > MAX_INPUT:
         raise invalid_value(_ROOT.key("input"), f"must be at most {MAX_INPUT} characters, got {len(text)}")
     _voice(require(body, "voice", _ROOT))
-    if body.get("response_format") is not None:
+    # (a known value is passed without building its field's path, which only an error needs)
+    if body.get("response_format") not in _FORMAT_OR_NONE:
         one_of(body["response_format"], FORMATS, _ROOT.key("response_format"))
-    if body.get("stream_format") is not None:
+    if body.get("stream_format") not in (None, "audio", "sse"):
         one_of(body["stream_format"], ("audio", "sse"), _ROOT.key("stream_format"))
     _speed(body)
     optional_str(body, "instructions", _ROOT)

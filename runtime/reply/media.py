@@ -35,24 +35,29 @@ def default_transcript(chat: ChatRequest) -> str:
     return carried if carried else placeholder(chat.audio_seconds)
 
 
+_UNSCRIPTED = MessagePlan(model="")  # what plan_media reads of the plan when nothing is scripted
+
+
 def plan_media(plan: Plan | None, block: nodes.ReplyBlock | None, chat: ChatRequest) -> Plan:
     """``plan`` completed for ``chat``'s operation (errors, raw bodies and hangs are left as they are);
     ``plan`` None: nothing scripted (``block`` None too), the plan is made here whole. (Making it costs
     a tenth of making a bare plan and copying it with ``attrs.evolve``, about 3 µs of a request.)"""
     if plan is not None and not isinstance(plan, MessagePlan):
         return plan
-    base = plan if plan is not None else MessagePlan(model=chat.model)
+    base = plan if plan is not None else _UNSCRIPTED
     elements: Sequence[nodes.ReplyElement] = block.elements if block is not None else ()
-    scripted_usage = any(isinstance(el, nodes.Usage) for el in elements)
+    scripted_usage = bool(elements) and any(isinstance(el, nodes.Usage) for el in elements)
     prompt = chat.inputs[0] if chat.inputs else ""
     input_tokens = base.input_tokens if scripted_usage else max(1, estimate(prompt))
     changes: dict[str, Any]
     if chat.operation == "images":
-        images = tuple(el.data for el in elements if isinstance(el, nodes.Image) and el.data is not None)
+        images = (
+            tuple(el.data for el in elements if isinstance(el, nodes.Image) and el.data is not None) if elements else ()
+        )
         changes = {"images": images, "input_tokens": input_tokens}
     elif chat.operation == "speech":
         text = base.text or prompt
-        audio = next((el for el in elements if isinstance(el, nodes.Audio)), None)
+        audio = next((el for el in elements if isinstance(el, nodes.Audio)), None) if elements else None
         changes = {
             "text": text,
             "text_chunks": (text,) if text else (),  # (speech is sent as audio: its text is never split)

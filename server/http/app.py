@@ -190,6 +190,8 @@ class ProviderEndpoint:
     def __init__(self, state: ServerState, spec: RouteSpec) -> None:
         self.state = state
         self.spec = spec
+        # the adapter of an input route (embeddings, speech, images …) by provider and `:METHOD`
+        self._inputs: dict[tuple[Provider, str | None], InputsAdapter] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.state
@@ -233,8 +235,10 @@ class ProviderEndpoint:
             if handler == "chat" or operation == "chat":
                 await self._chat(http, adapter, channel, track, arrived, scope)
             elif handler == "inputs" or operation == "inputs":
-                route = self.spec.inputs_for(provider) or f"{provider}.{gmethod_name}"
-                inputs = InputsAdapter(adapter, *route_functions(route))
+                inputs = self._inputs.get((provider, gmethod_name))
+                if inputs is None:  # (made once per provider and method: the same for every request)
+                    route = self.spec.inputs_for(provider) or f"{provider}.{gmethod_name}"
+                    inputs = self._inputs[provider, gmethod_name] = InputsAdapter(adapter, *route_functions(route))
                 await self._chat(http, inputs, channel, track, arrived, scope)
             else:
                 await self._other(http, provider, adapter, channel)
