@@ -69,3 +69,19 @@ def test_stuck_reads_on_loops_in_two_threads_are_each_cut_by_their_own_loop() ->
     for t in threads:
         t.join(20)
     assert outcomes == ["timeout", "timeout"]
+
+
+def test_reads_one_after_another_are_watched_by_one_sweeper() -> None:
+    """Bodies that are there at once, read one after another, are watched by the sweeper the first one
+    started: not a new sweeper task per read (it waits a tick before it looks, and stays while reads go on)."""
+
+    async def run() -> int:
+        deadline = BodyDeadline(limit_s=30.0)
+        sweepers = set()
+        for _ in range(50):
+            assert await _read(deadline) == (True, True)
+            sweepers.add(deadline._seen.reads.sweeper)
+            await asyncio.sleep(0)  # the sweeper runs its first step
+        return len(sweepers)
+
+    assert asyncio.run(run()) == 1

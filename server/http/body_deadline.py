@@ -3,8 +3,8 @@
 Neither Hypercorn nor Uvicorn times out a request whose headers arrived but whose body stopped
 coming (their keep-alive timeout covers only the time between requests). A timer per request would
 cost every request a scheduled callback; instead each body read registers its task and start time in
-a dict, and one sweeper task per server and event loop -- running only while some body is being
-read -- cancels the reads that have waited past the limit. The reader turns that cancellation into
+a dict, and one sweeper task per server and event loop -- running while bodies are being read, and
+a tick after -- cancels the reads that have waited past the limit. The reader turns that cancellation into
 :class:`BodyTimeout`, answered with 408 and ``connection: close``."""
 
 from __future__ import annotations
@@ -77,10 +77,16 @@ class BodyDeadline:
         return True
 
     async def _sweep(self, reads: _Reads) -> None:
+        # It waits a tick before it looks, and ends only when a look finds no read waiting: a body that
+        # was already there when its read began is read and let go before the sweeper first runs, and a
+        # sweeper that looked first would end at once, to be made again by the next request (a task
+        # made and run for every request: about 4 µs of a small upload's CPU on the wire).
         loop = reads.loop
         tick = min(max(self.limit_s / 4, 0.05), 1.0)
-        while reads.waiting:
+        while True:
             await asyncio.sleep(tick)
+            if not reads.waiting:
+                break
             now = loop.time()
             for task, since in list(reads.waiting.items()):
                 if now - since > self.limit_s:
