@@ -375,7 +375,8 @@ class Engine:
         conversation: str,
     ) -> tuple[Plan, str | None]:
         try:
-            offset = _call_offset(chat) if needs_call_offset(block) else 0
+            # (no history, no calls in it: an MCP call's or an embedding's offset is 0, whatever the block)
+            offset = _call_offset(chat) if chat.messages and needs_call_offset(block) else 0
             return plan_reply(block, chat, env, call_offset=offset, conversation=conversation), None
         except Exception as exc:  # a reply that cannot be built must not crash the server
             message = f"mockllm: could not build the reply of {_where(where)}: {exc}"

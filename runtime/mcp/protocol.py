@@ -65,7 +65,7 @@ def read_message(obj: Any, size: int | None = None) -> Message | dict[str, Any]:
     if not isinstance(obj, dict) or obj.get("jsonrpc") != "2.0":
         return rpc_error(None, INVALID_REQUEST, "Invalid Request: expected a JSON-RPC 2.0 message")
     msg_id = obj.get("id")
-    if msg_id is not None and (isinstance(msg_id, bool) or not isinstance(msg_id, str | int)):
+    if msg_id is not None and (isinstance(msg_id, bool) or not isinstance(msg_id, (str, int))):
         return rpc_error(None, INVALID_REQUEST, "Invalid Request: the id must be a string or an integer")
     method = obj.get("method")
     if method is None:
@@ -171,7 +171,7 @@ def prepare_call(server: McpServer, msg: Message, conversation: str, headers: Ma
     problem = argument_error(tool, arguments)
     if problem is not None:
         return Call(chat=chat, tool=tool, immediate=problem, rejected=problem["content"][0]["text"])
-    return Call(chat=chat, tool=tool)
+    return Call(chat, tool)
 
 
 @fast_frozen
@@ -191,7 +191,9 @@ class Answer:
     def message_text(self) -> str:
         """``message`` as compact JSON text (a result's written once: see :func:`call_result_text`)."""
         if self.result_text is not None and self.message is not None:
-            return f'{{"jsonrpc":"2.0","id":{_compact(self.message["id"])},"result":{self.result_text}}}'
+            msg_id = self.message["id"]  # an integer as json writes one (its repr), without the encoder
+            shown = int.__repr__(msg_id) if type(msg_id) is int else _compact(msg_id)
+            return f'{{"jsonrpc":"2.0","id":{shown},"result":{self.result_text}}}'
         return _compact(self.message)
 
 

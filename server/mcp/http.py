@@ -119,9 +119,11 @@ class McpEndpoint:
             handled = await self.service.handle(server, msg, session, headers)
             await self._json(channel, 200, handled.message, [(SESSION_HEADER, session.id)])
             return
-        session = await self._session(channel, headers)
+        session = self.service.sessions.get(headers.get(SESSION_HEADER) or "")  # (no coroutine when it is found)
         if session is None:
-            return
+            session = await self._session(channel, headers)  # not found: the error, answered there
+            if session is None:
+                return
         handled = await self.service.handle(server, msg, session, headers)
         if handled.call is not None:
             await self._call(channel, handled.call, handled.entry_id)
