@@ -356,6 +356,11 @@ _MOCKLLM_HEAD = [
         ([(b"content-length", b"1\x00")], 200, "POST", True),  # refused as a value, before it is read
         ([(b"x-a", b"nul\x00"), (b"bad name", b"v")], 200, "POST", True),  # the first problem is said
         ([(b"bad name", b"v"), (b"x-a", b"nul\x00")], 200, "POST", True),
+        # values checked once each: before a special header's, after the last one, between two
+        ([(b"x-a", b"del\x7f"), (b"content-length", b"5")], 200, "POST", True),
+        ([(b"content-length", b"5"), (b"x-a", b"soh\x01")], 200, "POST", True),
+        ([(b"content-length", b"5"), (b"x-a", b"nul\x00"), (b"connection", b"close")], 200, "POST", True),
+        ([(b"content-length", b"5"), (b"x-a", b"fine"), (b"connection", b"close"), (b"x-b", b"ok")], 200, "POST", True),
     ],
 )
 def test_the_lean_head_is_uvicorns_head(

@@ -67,10 +67,13 @@ def write_head(cycle: Any, status_code: int, headers: list[tuple[Any, Any]]) -> 
     does -- the same bytes, the same errors in the same order, the same cycle state (``keep_alive``,
     ``chunked_encoding``, ``expected_content_length``) -- with its checks done once per response:
     header names already seen valid are remembered with their lower-case form, and the values are
-    checked together, in one pass over all of them, instead of with two regular-expression searches
-    per header (a value is checked on its own first only where Uvicorn reads it: the three below)."""
+    checked together instead of with two regular-expression searches per header: where Uvicorn reads
+    a value (the three below), it and those before it not yet checked, in one pass; the rest in one pass
+    at the end (each value once: a response whose content-length comes last, the usual, needs no second
+    pass, 0.2 µs of the head's 2)."""
     content = [STATUS_LINE[status_code]]
     values: list[bytes] = []
+    checked = 0  # values[:checked] are known valid (checked where a special header was read)
     has_connection_close = False
     for name, value in headers:
         low = _NAMES.get(name) if type(name) is bytes else None  # (a bytearray is checked each time)
@@ -82,7 +85,8 @@ def write_head(cycle: Any, status_code: int, headers: list[tuple[Any, Any]]) -> 
             if len(_NAMES) < _NAMES_LIMIT and type(name) is bytes:
                 _NAMES[name] = low
         if low in _SPECIAL:  # as Uvicorn reads them, once their values are known to be valid
-            _check_values([*values, value])
+            _check_values([*values[checked:], value])
+            checked = len(values) + 1  # (this one included: it is appended below)
             if low == b"content-length":
                 if cycle.chunked_encoding is None:
                     cycle.expected_content_length = int(value.decode())
@@ -96,8 +100,8 @@ def write_head(cycle: Any, status_code: int, headers: list[tuple[Any, Any]]) -> 
                 has_connection_close = True
         values.append(value)
         content += (low, b": ", value, b"\r\n")
-    if values:
-        _check_values(values)
+    if len(values) > checked:  # the values not checked yet (none after a last content-length, the usual)
+        _check_values(values[checked:])
     if not cycle.keep_alive and not has_connection_close:
         content.append(b"connection: close\r\n")
     if cycle.chunked_encoding is None and cycle.scope["method"] != "HEAD" and status_code not in (204, 304):
