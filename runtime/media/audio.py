@@ -50,7 +50,8 @@ ACCEPTED = "flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, wav, webm"
 
 def seconds_for(text: str, speed: float = 1.0) -> float:
     """How long ``text`` takes to say at ``speed`` (0.25 to 4.0; 1.0 is normal)."""
-    return max(MIN_SECONDS, len(text) / CHARS_PER_SECOND) / min(max(speed, SPEEDS[0]), SPEEDS[1])
+    seconds = max(MIN_SECONDS, len(text) / CHARS_PER_SECOND)
+    return seconds if speed == 1.0 else seconds / min(max(speed, SPEEDS[0]), SPEEDS[1])
 
 
 def samples(text: str, seconds: float, rate: int = PCM_RATE) -> bytes:

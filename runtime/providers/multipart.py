@@ -41,7 +41,10 @@ class Form:
 
     def file(self, *names: str) -> UploadedFile | None:
         """The first file sent under one of ``names``."""
-        return next((f for f in self.files if f.field in names), None)
+        for f in self.files:  # (a loop, not a generator: asked on every upload)
+            if f.field in names:
+                return f
+        return None
 
 
 def _bad(message: str) -> ProviderError:

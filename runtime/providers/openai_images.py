@@ -132,7 +132,9 @@ def parse_generation(http: HttpRequest, provider: Provider = "openai", model: st
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise wrong_type(_ROOT.key("stream"), "a boolean", stream)
-    return inputs_request(provider, "images", http, named, (prompt,), body, stream=bool(stream))
+    return inputs_request(
+        provider, "images", http, named, (prompt,), body, stream=bool(stream), body_size=len(http.body)
+    )
 
 
 def parse_edit(http: HttpRequest, provider: Provider = "openai", model: str | None = None) -> ChatRequest:

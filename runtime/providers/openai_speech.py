@@ -70,7 +70,7 @@ def speech_request(http: HttpRequest, provider: Provider = "openai", model: str 
         one_of(body["stream_format"], ("audio", "sse"), _ROOT.key("stream_format"))
     _speed(body)
     optional_str(body, "instructions", _ROOT)
-    return inputs_request(provider, "speech", http, named, (text,), body)
+    return inputs_request(provider, "speech", http, named, (text,), body, body_size=len(http.body))
 
 
 def parse_speech(http: HttpRequest) -> ChatRequest:

@@ -37,22 +37,25 @@ def inputs_request(
     stream: bool = False,
     attachments: tuple[Attachment, ...] = (),
     audio_seconds: float | None = None,
+    body_size: int | None = None,
 ) -> ChatRequest:
     """The provider-neutral request of an embedding, moderation, speech, transcription or images call:
     no messages (an upload's ``stream``, ``attachments`` and ``audio_seconds`` given here, not changed
-    after: a request is built once).
+    after: a request is built once). ``body_size``: the length of the JSON ``body`` was parsed from
+    (``ChatRequest.body_size``: the journal then keeps a small body without measuring it first).
     Without ``dimensions`` of its own, an embedding request asks for its model's usual dimension
     (the provider's, for a model mockllm does not know)."""
     if dimensions is None and operation == "embeddings":
         dimensions = registry.usual_dimensions(provider, model)
     return ChatRequest(
-        provider=provider,
-        endpoint=http.path,
-        model=model,
-        stream=stream,
-        messages=(),
+        provider,  # (the five required fields by position: keywords cost more, on every request)
+        http.path,  # endpoint
+        model,
+        stream,
+        (),  # messages
         headers=lower_headers(http.headers),  # (the server's lower-cased headers, shared: not copied)
         body=body,
+        body_size=body_size,
         operation=operation,
         inputs=inputs,
         dimensions=dimensions,
@@ -64,25 +67,21 @@ def inputs_request(
 class InputsAdapter:
     """An :class:`~mockllm.runtime.providers.base.Adapter` for one embedding or moderation route."""
 
-    __slots__ = ("base", "parse_body", "provider", "render_plan")
+    __slots__ = ("base", "parse", "provider", "render")
 
     def __init__(self, base: Adapter, parse_body: Parse, render_plan: Render) -> None:
         self.base = base
         self.provider: Provider = base.provider
-        self.parse_body = parse_body
-        self.render_plan = render_plan
+        # the route's own functions, called as the adapter's parse and render (not through a method
+        # that calls them: a Python call fewer each, on every request)
+        self.parse: Parse = parse_body
+        self.render: Render = render_plan
 
     def check_auth(self, http: HttpRequest) -> ProviderError | None:
         return self.base.check_auth(http)
 
-    def parse(self, http: HttpRequest) -> ChatRequest:
-        return self.parse_body(http)
-
     def validate_history(self, chat: ChatRequest) -> None:
         return None  # no history
-
-    def render(self, plan: MessagePlan, chat: ChatRequest, ctx: RenderContext) -> Rendered:
-        return self.render_plan(plan, chat, ctx)
 
     def render_error(
         self, status: int, message: str, ctx: RenderContext, code: str | None = None, param: str | None = None

@@ -195,10 +195,25 @@ class RenderAhead:
 def reply_text(media_type: str, body: bytes) -> str:
     """What the journal keeps of a reply body: its first :data:`REPLY_CHARS` bytes as text, or for a
     binary body (audio, an image) a line saying what it was."""
+    binary = _BINARY.get(media_type, "")
+    if binary == "":
+        binary = _binary_kind(media_type)
+        if len(_BINARY) < _NAMES_LIMIT:
+            _BINARY[media_type] = binary
+    if binary is not None:
+        return f"({len(body)} bytes of {binary})"
+    return body[:REPLY_CHARS].decode("utf-8", "replace")
+
+
+def _binary_kind(media_type: str) -> str | None:
+    """The bare media type of a binary body (audio, an image, a video, octet-stream), None for text."""
     kind = media_type.split(";", 1)[0].strip().lower()
     if kind.startswith(("audio/", "image/", "video/")) or kind == "application/octet-stream":
-        return f"({len(body)} bytes of {kind})"
-    return body[:REPLY_CHARS].decode("utf-8", "replace")
+        return kind
+    return None
+
+
+_BINARY: dict[str, str | None] = {}  # media types seen -> _binary_kind's answer (a third of reply_text's work)
 
 
 @fast_frozen
