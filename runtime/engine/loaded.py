@@ -181,12 +181,16 @@ class Loaded:
         steps = machine.steps
         if not state.uses:
             return tuple(candidates)
-        uses = state.uses_by_index()
+        uses: dict[int, int] | None = None  # the use counts, read only for a step that has a limit
         out: list[int] = []
         for i in candidates:
             limit = steps[i].max_uses
-            if limit is None or uses.get(i, 0) < limit:
-                out.append(i)
+            if limit is not None:
+                if uses is None:
+                    uses = state.uses_by_index()
+                if uses.get(i, 0) >= limit:
+                    continue
+            out.append(i)
         return tuple(out)
 
     def state(self, mi: int, conv: Conversation) -> MachineState:
