@@ -71,10 +71,16 @@ class Lane:
         return made, None
 
     async def _exchange(
-        self, connection: Any, wire: Wire | None, args: tuple[Any, ...], meanwhile: Callable[[], object] | None
+        self,
+        connection: Any,
+        wire: Wire | None,
+        args: tuple[Any, ...],
+        meanwhile: Callable[[], object] | None,
+        poll: bool = True,
     ) -> tuple[Any, Wire | None]:
         """The answer to ``args`` on ``connection``, and the wire it is read through from now on;
-        ``meanwhile()`` is called once the command is sent, before its answer is awaited."""
+        ``meanwhile()`` is called once the command is sent, before its answer is awaited; ``poll``: whether
+        that wait may be polled (see :meth:`_poll_from_now`)."""
         pack = self._pack
         if pack is not None:
             if wire is not None and wire.lost:  # Redis closed it while idle (a restart): connect again
@@ -89,7 +95,7 @@ class Lane:
                     waiting = wire.exchange(pack(args))
                     if meanwhile is not None:
                         _meanwhile(meanwhile)
-                    polled = self._poll_from_now()
+                    polled = self._poll_from_now() if poll else None
                     answer = await waiting
                 except ConnectionError as exc:
                     raise self._broken(str(exc)) from None
@@ -100,7 +106,7 @@ class Lane:
         await connection.send_packed_command(connection.pack_command(*args), check_health=False)
         if meanwhile is not None:
             _meanwhile(meanwhile)
-        polled = self._poll_from_now()
+        polled = self._poll_from_now() if poll else None
         try:
             answer = await connection.read_response()
         except self._replies:  # an error reply: answered all the same, as on a wire
@@ -129,9 +135,10 @@ class Lane:
         if polled is not None:
             self._window.answered(time.perf_counter() - polled)
 
-    async def run(self, *args: Any, meanwhile: Callable[[], object] | None = None) -> Any:
+    async def run(self, *args: Any, meanwhile: Callable[[], object] | None = None, poll: bool = True) -> Any:
         """The answer to the command ``args`` (an error reply raised as redis-py raises it); ``meanwhile()``
-        is called while it is awaited (see :meth:`_exchange`)."""
+        is called while it is awaited (see :meth:`_exchange`); ``poll=False``: the wait is never polled (an
+        answer nothing waits for: the loop may sleep meanwhile)."""
         if self._free and not self._queue:
             self._free -= 1
         else:
@@ -145,7 +152,7 @@ class Lane:
             if self._watchdog is None or self._watchdog.done():
                 self._watchdog = asyncio.ensure_future(self._watch())
             try:
-                answer, wire = await self._exchange(connection, wire, args, meanwhile)
+                answer, wire = await self._exchange(connection, wire, args, meanwhile, poll)
             except self._replies:
                 del busy[task]
                 self._idle.append((connection, wire))

@@ -337,19 +337,27 @@ class RedisStore(StateStore):
         )
 
     async def _run_commit(self, keys: list[str], args: list[Any], meanwhile: Callable[[], object] | None) -> Any:
-        """The commit script's answer, run on the lane: loaded first when Redis does not have it (a new or
+        """The commit script's answer, run on the lane (see :meth:`_run_script`)."""
+        return await self._run_script(self._commit, keys, args, meanwhile)
+
+    async def _run_script(
+        self, script: Any, keys: list[str], args: list[Any], meanwhile: Callable[[], object] | None, poll: bool = True
+    ) -> Any:
+        """``script``'s answer, run on the lane: loaded first when Redis does not have it (a new or
         restarted Redis), and sent once more on a new connection when the first has gone stale (never after
-        a timeout: Redis may have run a commit whose answer did not arrive in time)."""
-        script = self._commit
+        a timeout: Redis may have run a script whose answer did not arrive in time). ``poll``: whether the
+        wait for the answer may be polled (:class:`~mockllm.server.state.poll_window.PollWindow`)."""
         for attempt in range(3):
             try:
-                return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args, meanwhile=meanwhile)
+                return await self._lane.run(
+                    "EVALSHA", script.sha, len(keys), *keys, *args, meanwhile=meanwhile, poll=poll
+                )
             except self._no_script:
                 await self._client.script_load(script.script)
             except self._stale:
                 if attempt:
                     raise
-        return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args, meanwhile=meanwhile)
+        return await self._lane.run("EVALSHA", script.sha, len(keys), *keys, *args, meanwhile=meanwhile, poll=poll)
 
     def _commit_keys(self, key: str, turns: list[Turn]) -> list[str]:
         keys = [PREFIX + "c:" + key, PREFIX + "cr:" + key]
@@ -415,7 +423,10 @@ class RedisStore(StateStore):
         if not batch:
             return
         keys = [PREFIX + "fin", PREFIX + "fin:order", PREFIX + "rep", PREFIX + "rep:order", PREFIX + "rep:bytes"]
-        await self._settle(keys=keys, args=[2 * self._journal_limit, self._reply_bytes, *batch])
+        # on the lane, as the commit: redis-py's client costs a request about as much Python as the commit's
+        # own exchange (its pool lock, retries, metrics); no poll for the answer, which nothing waits for
+        args = [2 * self._journal_limit, self._reply_bytes, *batch]
+        await self._run_script(self._settle, keys, args, None, poll=False)
 
     async def reject(
         self, provider: str, endpoint: str, status: int, message: str, chat: ChatRequest | None = None
