@@ -1,5 +1,6 @@
 """The journal in Redis stays about as long as the store's journal limit: the commit appends without
-cutting (cheaper for Redis), and cuts the journal to its limit every 64 entries."""
+cutting (cheaper for Redis), and cuts the journal to its limit every 64 entries. How answers went is
+written by the next commit, or on its own when none follows."""
 
 from __future__ import annotations
 
@@ -108,3 +109,48 @@ def test_the_journal_is_cut_when_turns_of_one_conversation_are_committed_in_batc
     client.close()
     assert max(batches) > 1  # turns were committed together
     assert limit <= kept <= limit + 64 + 100
+
+
+def test_a_delivery_rides_on_the_next_commit_and_is_read_back_at_once(redis_url: str, tmp_path: Path) -> None:
+    """One client after another: each request's delivery is written by the next request's commit (one
+    script a request, not two); one no commit carries is read back by this process at once (a read
+    writes what is pending first), and written on its own after a short wait for the other processes."""
+    library, chat = _library_and_chat(tmp_path)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    scripts: list[str] = []
+
+    async def run() -> None:
+        store = RedisStore(Engine(library), redis_url)
+        send = store._run_script
+
+        async def counted(script: object, *args: object, **kwargs: object) -> object:
+            scripts.append("commit" if script is store._commit else "settle")
+            return await send(script, *args, **kwargs)  # type: ignore[arg-type]
+
+        store._run_script = counted  # type: ignore[method-assign]
+        try:
+            first = await store.handle(chat)
+            store.settle(first.entry_id, Delivery(201, note="first"))
+            second = await store.handle(chat)
+            store.settle(second.entry_id, Delivery(202, note="second"))
+            # (no await since: the second's delivery waits in this process; the first's is in Redis)
+            assert '"note":"first"' in (client.hget(PREFIX + "fin", str(first.entry_id)) or "")
+            assert client.hget(PREFIX + "fin", str(second.entry_id)) is None
+            assert scripts == ["commit", "commit"]
+            [entry] = await store.journal_find([second.entry_id])
+            assert (entry["status"], entry["note"]) == (202, "second")
+            third = await store.handle(chat)
+            store.settle(third.entry_id, Delivery(203, note="third"))
+            for _ in range(400):  # no commit follows: the delivery goes on its own
+                if client.hget(PREFIX + "fin", str(third.entry_id)) is not None:
+                    break
+                await asyncio.sleep(0.005)
+            assert '"note":"third"' in (client.hget(PREFIX + "fin", str(third.entry_id)) or "")
+            assert scripts == ["commit", "commit", "settle", "commit", "settle"]
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        client.close()

@@ -5,8 +5,17 @@
 -- KEYS: the conversation, its responses, then one kept-response key per turn.
 -- ARGV: expected version, new states ("" unchanged), conversation, now, expected library generation,
 -- the number of turns, then per turn: journal entry, used step ("" none), response ("" none), response id.
+-- Then, optionally, the deliveries settled since the last script (store.py's settle), as settle.lua takes
+-- them: most deliveries kept, most reply bytes kept, then per answer: entry id, delivery, reply ("" none);
+-- written first, whatever the commit answers (they are about earlier turns).
 -- Answers {1, first entry id, version} (the turns' entry ids follow one another); when the library
 -- changed, {2}; when the version is not the expected one, {0, version, states}.
+${deliveries}
+local settled = 7 + 4 * tonumber(ARGV[6])
+if #ARGV > settled then
+  settle('${prefix}fin', '${prefix}fin:order', '${prefix}rep', '${prefix}rep:order', '${prefix}rep:bytes',
+    tonumber(ARGV[settled]), tonumber(ARGV[settled + 1]), settled + 2)
+end
 if tonumber(redis.call('HGET', '${prefix}lib', 'g') or '0') ~= tonumber(ARGV[5]) then
   return {2}
 end

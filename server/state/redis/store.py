@@ -17,7 +17,8 @@ Keys (prefix ``mockllm:``): ``c:KEY`` a conversation (hash: version, states), ``
 conversations by last use, ``journal`` the journal (a stream, cut to about the journal limit every 64
 entries; entry id = stream id), ``fin`` how each answer went (its Delivery, written once; those of
 about twice the journal's entries kept) and ``rep`` the reply bodies (cut to the journal's total bytes;
-both with their order of writing in ``fin:order`` and ``rep:order``, settle.lua), ``used`` steps used,
+both with their order of writing in ``fin:order`` and ``rep:order``; deliveries.lua, run by the next
+commit or, when none comes soon, settle.lua), ``used`` steps used,
 ``r:ID`` a kept response and ``cr:KEY`` the responses of a conversation. Conversations and responses
 expire after the idle time.
 
@@ -59,7 +60,7 @@ from mockllm.server.state.posted import Posted
 from mockllm.server.state.redis.codec import encode, response_from_json, response_to_json
 from mockllm.server.state.redis.lane import Lane
 from mockllm.server.state.redis.library import SharedLibrary
-from mockllm.server.state.redis.scripts import PREFIX, commit_script, lua
+from mockllm.server.state.redis.scripts import PREFIX, commit_script, lua, settle_script
 from mockllm.server.state.redis.wire import packing
 from mockllm.server.state.store import StateStore
 
@@ -75,6 +76,10 @@ REDIS_MISSING = "mockllm: --state redis://… needs the 'redis' extra: pip insta
 CONNECTIONS = 64  # per process; more concurrent requests wait for one
 MAX_ATTEMPTS = 50  # conflicting commits of one request before it is answered 503
 MAX_BATCH = 64  # turns of one conversation committed together at most
+# how long a settled delivery waits for a commit to carry it before it is written on its own: about a
+# request's time at c=1, so a client sending one request after another has each one's delivery written
+# by the next one's commit, in its round trip -- one a request, not two (see RedisStore.settle)
+SETTLE_WAIT_S = 0.002
 _T = TypeVar("_T")
 _compact = compact_encoder()
 
@@ -183,9 +188,10 @@ class RedisStore(StateStore):
         self._journal_limit = max(1, journal_limit)
         self._commit = self._client.register_script(commit_script(self._ttl, self._journal_limit))
         self._entry_body_bytes = entry_body_bytes
-        self._settle = self._client.register_script(lua("settle"))
+        self._settle = self._client.register_script(settle_script())
         self._reply_bytes = max(0, reply_bytes)
-        self._settling: list[str] = []  # what this turn of the event loop settled: id, delivery, reply …
+        self._settling: list[str] = []  # settled, not yet sent to Redis: id, delivery, reply …
+        self._settle_timer: asyncio.TimerHandle | None = None  # when they go on their own (_settle_waited)
         # per conversation: the version last seen, its states, and the states as stored (which keep the
         # scenarios this process does not serve: another process's library may have more)
         self._cache: OrderedDict[str, _Seen] = OrderedDict()
@@ -219,6 +225,7 @@ class RedisStore(StateStore):
         await self._call(self._client.ping)
 
     async def close(self) -> None:
+        await self._flush_settled()
         for task in list(self._pending):
             await asyncio.gather(task, return_exceptions=True)
         await self.library.withdraw()
@@ -375,6 +382,7 @@ class RedisStore(StateStore):
             self.library.generation,
             len(turns),
         ]
+        settled = self._settling
         used_member = self.engine.used_member
         for turn in turns:
             used = used_member(turn.used) if turn.used is not None else None
@@ -385,6 +393,10 @@ class RedisStore(StateStore):
                 response_to_json(remember[1]) if remember is not None else "",
                 remember[0] if remember is not None else "",
             ]
+        if settled:  # the deliveries settled meanwhile ride along (commit.lua): no round trip of their own
+            self._settling = []
+            self._stop_settle_timer()  # (else it would send the next ones early, not waiting for a commit)
+            args += [2 * self._journal_limit, self._reply_bytes, *settled]
         return args
 
     def _entry_json(self, entry: JournalEntry) -> str:
@@ -413,13 +425,38 @@ class RedisStore(StateStore):
         }
         if delivery.ended_s is None:  # not timed by its sender (an MCP call …): it ended now
             record["at"] = self.engine.clock.now()
+        # Written by the next commit this process sends (commit.lua), which costs Redis a few commands in a
+        # script it runs anyway and the process nothing more; when none is sent within SETTLE_WAIT_S, by a
+        # script of their own. Journal reads here write them first (_delivered): this process reads what it
+        # settled; others may read a delivery up to SETTLE_WAIT_S later than it was settled.
         settling = self._settling
         settling += (str(entry_id), _compact(record), reply or "")
-        if len(settling) == 3:
+        if self._settle_timer is None:
+            self._settle_timer = asyncio.get_running_loop().call_later(SETTLE_WAIT_S, self._settle_waited)
+
+    def _settle_waited(self) -> None:
+        """SETTLE_WAIT_S after a delivery was settled: what no commit carried meanwhile goes on its own."""
+        self._settle_timer = None
+        if self._settling:
             self._later(self._settle_batch)
+
+    def _stop_settle_timer(self) -> None:
+        timer, self._settle_timer = self._settle_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    async def _flush_settled(self) -> None:
+        """Write what was settled and not yet sent, before reading deliveries or dropping them; an
+        unreachable Redis is told by the read that follows."""
+        if self._settling:
+            try:
+                await self._call(self._settle_batch)
+            except StateUnavailable:
+                pass
 
     async def _settle_batch(self) -> None:
         batch, self._settling = self._settling, []
+        self._stop_settle_timer()
         if not batch:
             return
         keys = [PREFIX + "fin", PREFIX + "fin:order", PREFIX + "rep", PREFIX + "rep:order", PREFIX + "rep:bytes"]
@@ -439,6 +476,7 @@ class RedisStore(StateStore):
     # ---- the admin API --------------------------------------------------------------------------------
 
     async def reset(self, conversation: str | None = None) -> None:
+        await self._flush_settled()  # (so none is written after the reset, of an entry it dropped)
         if conversation is not None:
             key = stored_key(conversation)
             keys = [PREFIX + "c:" + key, PREFIX + "convs", PREFIX + "cr:" + key, PREFIX + "journal"]
@@ -495,6 +533,7 @@ class RedisStore(StateStore):
         ``replies``, the reply body sent (``rep``)."""
         if not items:
             return []
+        await self._flush_settled()
         ids = [item_id.split("-", 1)[0] for item_id, _ in items]
         finished = await self._call(self._client.hmget, PREFIX + "fin", ids)
         sent = await self._call(self._client.hmget, PREFIX + "rep", ids) if replies else [None] * len(ids)
