@@ -1,6 +1,6 @@
 """The journal in Redis stays about as long as the store's journal limit: the commit appends without
 cutting (cheaper for Redis), and cuts the journal to its limit every 64 entries. How answers went is
-written by the next commit, or on its own when none follows."""
+written by a commit sent in the loop turn they were settled in, or on their own."""
 
 from __future__ import annotations
 
@@ -112,9 +112,9 @@ def test_the_journal_is_cut_when_turns_of_one_conversation_are_committed_in_batc
 
 
 def test_a_delivery_rides_on_the_next_commit_and_is_read_back_at_once(redis_url: str, tmp_path: Path) -> None:
-    """One client after another: each request's delivery is written by the next request's commit (one
-    script a request, not two); one no commit carries is read back by this process at once (a read
-    writes what is pending first), and written on its own after a short wait for the other processes."""
+    """A delivery settled before a commit is sent in the same loop turn rides on it (no script of its
+    own); one no commit carries is read back by this process at once (a read writes what is pending
+    first), and is written on its own at the next loop turn, for the other processes."""
     library, chat = _library_and_chat(tmp_path)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     scripts: list[str] = []
@@ -133,7 +133,7 @@ def test_a_delivery_rides_on_the_next_commit_and_is_read_back_at_once(redis_url:
             store.settle(first.entry_id, Delivery(201, note="first"))
             second = await store.handle(chat)
             store.settle(second.entry_id, Delivery(202, note="second"))
-            # (no await since: the second's delivery waits in this process; the first's is in Redis)
+            # (no await since: the second's delivery waits for the next loop turn; the first's is in Redis)
             assert '"note":"first"' in (client.hget(PREFIX + "fin", str(first.entry_id)) or "")
             assert client.hget(PREFIX + "fin", str(second.entry_id)) is None
             assert scripts == ["commit", "commit"]

@@ -1,5 +1,5 @@
--- How answers went (Journal.settle), each written once; batched: those settled that no commit carried
--- (commit.lua takes them along when one is sent within store.py's SETTLE_WAIT_S).
+-- How answers went (Journal.settle), each written once; batched: what one event-loop turn settled and
+-- no commit carried (commit.lua takes them along when one is sent in that turn).
 -- KEYS: fin (entry id -> the delivery as JSON, without its reply), fin order (ids as written), replies
 -- (entry id -> reply body), reply order ("ID SIZE" as written), reply bytes (their sum).
 -- ARGV: most deliveries kept, most reply bytes kept, then per answer: entry id, delivery, reply ("" none).

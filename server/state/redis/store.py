@@ -17,8 +17,8 @@ Keys (prefix ``mockllm:``): ``c:KEY`` a conversation (hash: version, states), ``
 conversations by last use, ``journal`` the journal (a stream, cut to about the journal limit every 64
 entries; entry id = stream id), ``fin`` how each answer went (its Delivery, written once; those of
 about twice the journal's entries kept) and ``rep`` the reply bodies (cut to the journal's total bytes;
-both with their order of writing in ``fin:order`` and ``rep:order``; deliveries.lua, run by the next
-commit or, when none comes soon, settle.lua), ``used`` steps used,
+both with their order of writing in ``fin:order`` and ``rep:order``; deliveries.lua, run by settle.lua at
+the next loop turn or by a commit sent before then), ``used`` steps used,
 ``r:ID`` a kept response and ``cr:KEY`` the responses of a conversation. Conversations and responses
 expire after the idle time.
 
@@ -76,10 +76,6 @@ REDIS_MISSING = "mockllm: --state redis://… needs the 'redis' extra: pip insta
 CONNECTIONS = 64  # per process; more concurrent requests wait for one
 MAX_ATTEMPTS = 50  # conflicting commits of one request before it is answered 503
 MAX_BATCH = 64  # turns of one conversation committed together at most
-# how long a settled delivery waits for a commit to carry it before it is written on its own: about a
-# request's time at c=1, so a client sending one request after another has each one's delivery written
-# by the next one's commit, in its round trip -- one a request, not two (see RedisStore.settle)
-SETTLE_WAIT_S = 0.002
 _T = TypeVar("_T")
 _compact = compact_encoder()
 
@@ -191,7 +187,7 @@ class RedisStore(StateStore):
         self._settle = self._client.register_script(settle_script())
         self._reply_bytes = max(0, reply_bytes)
         self._settling: list[str] = []  # settled, not yet sent to Redis: id, delivery, reply …
-        self._settle_timer: asyncio.TimerHandle | None = None  # when they go on their own (_settle_waited)
+        self._settle_soon: asyncio.Handle | None = None  # their going on their own (_settle_waited)
         # per conversation: the version last seen, its states, and the states as stored (which keep the
         # scenarios this process does not serve: another process's library may have more)
         self._cache: OrderedDict[str, _Seen] = OrderedDict()
@@ -395,7 +391,7 @@ class RedisStore(StateStore):
             ]
         if settled:  # the deliveries settled meanwhile ride along (commit.lua): no round trip of their own
             self._settling = []
-            self._stop_settle_timer()  # (else it would send the next ones early, not waiting for a commit)
+            self._settle_not_soon()
             args += [2 * self._journal_limit, self._reply_bytes, *settled]
         return args
 
@@ -425,23 +421,25 @@ class RedisStore(StateStore):
         }
         if delivery.ended_s is None:  # not timed by its sender (an MCP call …): it ended now
             record["at"] = self.engine.clock.now()
-        # Written by the next commit this process sends (commit.lua), which costs Redis a few commands in a
-        # script it runs anyway and the process nothing more; when none is sent within SETTLE_WAIT_S, by a
-        # script of their own. Journal reads here write them first (_delivered): this process reads what it
-        # settled; others may read a delivery up to SETTLE_WAIT_S later than it was settled.
+        # Written at the next turn of the event loop, by a script of their own, unless a commit is sent
+        # before then: it carries them (commit.lua), in a script Redis runs anyway, at no round trip of
+        # their own (busy servers: many requests a loop turn). Waiting longer for a commit to carry them
+        # (2 ms) saved one client's round trip a request but put their Redis work on the next request's
+        # path: bench row 9, uvicorn c=1, 0.58x against 0.68x this way. Journal reads here write what is
+        # pending first (_delivered).
         settling = self._settling
         settling += (str(entry_id), _compact(record), reply or "")
-        if self._settle_timer is None:
-            self._settle_timer = asyncio.get_running_loop().call_later(SETTLE_WAIT_S, self._settle_waited)
+        if self._settle_soon is None:
+            self._settle_soon = asyncio.get_running_loop().call_soon(self._settle_waited)
 
     def _settle_waited(self) -> None:
-        """SETTLE_WAIT_S after a delivery was settled: what no commit carried meanwhile goes on its own."""
-        self._settle_timer = None
+        """The loop turn after a delivery was settled: what no commit carried meanwhile goes on its own."""
+        self._settle_soon = None
         if self._settling:
             self._later(self._settle_batch)
 
-    def _stop_settle_timer(self) -> None:
-        timer, self._settle_timer = self._settle_timer, None
+    def _settle_not_soon(self) -> None:
+        timer, self._settle_soon = self._settle_soon, None
         if timer is not None:
             timer.cancel()
 
@@ -456,7 +454,7 @@ class RedisStore(StateStore):
 
     async def _settle_batch(self) -> None:
         batch, self._settling = self._settling, []
-        self._stop_settle_timer()
+        self._settle_not_soon()
         if not batch:
             return
         keys = [PREFIX + "fin", PREFIX + "fin:order", PREFIX + "rep", PREFIX + "rep:order", PREFIX + "rep:bytes"]
