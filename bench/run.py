@@ -1382,8 +1382,10 @@ def shortfalls(rows: Sequence[Row]) -> list[str]:
                 "commit's round trip to Redis, which one request at a time little overlaps (the reply is "
                 "rendered meanwhile). One round trip costs about what a whole in-memory request costs on the "
                 "fastest server, so the faster that path, the lower this ratio. From c=16 on, the turns that "
-                "wait for one conversation are committed together, one round trip per batch. What would close "
-                "it: less work per commit, in the server and in Redis's script."
+                "wait for one conversation are committed together, one round trip per batch. Each request's "
+                "delivery record (the inspector's timing) goes at the next loop turn in a script of its own, off "
+                "the request's path, or in a commit sent in that turn. What would close it: less work per "
+                "commit, in the server and in Redis's script."
             )
             continue
         out.append(
